@@ -1,0 +1,44 @@
+package trove
+
+import "time"
+
+// Limits are the documented limits of the memory stores API, as
+// configuration. DefaultLimits gives the documented defaults.
+type Limits struct {
+	MaxContentBytes      int           // memory content, bytes (102,400)
+	MaxMemoriesPerStore  int           // live memories in one store (10,000)
+	MaxPathBytes         int           // memory path, UTF-8 bytes (1,024)
+	MaxPathSegments      int           // memory path segments (20)
+	MaxNameChars         int           // store name, characters (255)
+	MaxDescriptionChars  int           // store description, characters (1,024)
+	MaxMetadataPairs     int           // store metadata pairs (16)
+	MaxMetadataKeyChars  int           // metadata key, characters (64)
+	MaxMetadataValChars  int           // metadata value, characters (512)
+	MaxStoresPerSession  int           // attached stores (8)
+	MaxInstructionsChars int           // attach instructions, characters (4,096)
+	DefaultPageSize      int           // list default (20)
+	MaxPageSize          int           // list maximum (100)
+	MaxFullPageSize      int           // list maximum with view=full (20)
+	VersionRetention     time.Duration // versions older than this may be deleted (30 days)
+}
+
+// DefaultLimits returns the documented defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxContentBytes:      102400,
+		MaxMemoriesPerStore:  10000,
+		MaxPathBytes:         1024,
+		MaxPathSegments:      20,
+		MaxNameChars:         255,
+		MaxDescriptionChars:  1024,
+		MaxMetadataPairs:     16,
+		MaxMetadataKeyChars:  64,
+		MaxMetadataValChars:  512,
+		MaxStoresPerSession:  8,
+		MaxInstructionsChars: 4096,
+		DefaultPageSize:      20,
+		MaxPageSize:          100,
+		MaxFullPageSize:      20,
+		VersionRetention:     30 * 24 * time.Hour,
+	}
+}
