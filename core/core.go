@@ -1,0 +1,186 @@
+// Package core is the only implementation of Trove's services: memory
+// stores, memories, versions, sessions, API keys, authentication and
+// version retention. It holds every rule and invariant of the memory stores
+// API above a thin storage.Driver, which only stores and finds rows.
+//
+// Every service method acts as the *trove.Principal carried by its context
+// (trove.WithPrincipal) and returns EUNAUTHENTICATED when there is none.
+// Key management (CreateKey, ListKeys, RevokeKey) and retention
+// (PurgeExpiredVersions, RunRetention) are operator functions and need no
+// principal.
+//
+// One mutation is one storage Write transaction. Any change to a store's
+// memories first takes the store's lock (storage.Tx.StoreLock), so the
+// per-store invariants (no two overlapping paths, the memory limit,
+// preconditions) hold across goroutines, processes and nodes.
+package core
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Limits are the API limits. Zero fields take the documented defaults
+	// (trove.DefaultLimits), so the zero value is the documented behaviour.
+	Limits trove.Limits
+	// Now is the clock; nil means time.Now. Times are truncated to the
+	// microsecond (the precision every driver stores) and kept in UTC.
+	Now func() time.Time
+	// Logger receives internal error detail and retention reports; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Service implements trove.Services, trove.SessionService and
+// trove.Authenticator over a storage.Driver.
+type Service struct {
+	db     storage.Driver
+	limits trove.Limits
+	clock  func() time.Time
+	log    *slog.Logger
+}
+
+var (
+	_ trove.Services       = (*Service)(nil)
+	_ trove.SessionService = (*Service)(nil)
+	_ trove.Authenticator  = (*Service)(nil)
+)
+
+// New returns a Service over d. It does not take ownership of d: the caller
+// closes it.
+func New(d storage.Driver, o Options) *Service {
+	s := &Service{db: d, limits: withDefaults(o.Limits), clock: o.Now, log: o.Logger}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Limits returns the limits in force (defaults filled in).
+func (s *Service) Limits() trove.Limits { return s.limits }
+
+// withDefaults fills every zero field of l with the documented default.
+func withDefaults(l trove.Limits) trove.Limits {
+	d := trove.DefaultLimits()
+	fill := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	fill(&l.MaxContentBytes, d.MaxContentBytes)
+	fill(&l.MaxMemoriesPerStore, d.MaxMemoriesPerStore)
+	fill(&l.MaxPathBytes, d.MaxPathBytes)
+	fill(&l.MaxPathSegments, d.MaxPathSegments)
+	fill(&l.MaxNameChars, d.MaxNameChars)
+	fill(&l.MaxDescriptionChars, d.MaxDescriptionChars)
+	fill(&l.MaxMetadataPairs, d.MaxMetadataPairs)
+	fill(&l.MaxMetadataKeyChars, d.MaxMetadataKeyChars)
+	fill(&l.MaxMetadataValChars, d.MaxMetadataValChars)
+	fill(&l.MaxStoresPerSession, d.MaxStoresPerSession)
+	fill(&l.MaxInstructionsChars, d.MaxInstructionsChars)
+	fill(&l.DefaultPageSize, d.DefaultPageSize)
+	fill(&l.MaxPageSize, d.MaxPageSize)
+	fill(&l.MaxFullPageSize, d.MaxFullPageSize)
+	if l.VersionRetention <= 0 {
+		l.VersionRetention = d.VersionRetention
+	}
+	return l
+}
+
+// now returns the current time in UTC at microsecond precision, so a value
+// returned by a mutation equals the one later read back from the database.
+func (s *Service) now() time.Time {
+	return s.clock().UTC().Truncate(time.Microsecond)
+}
+
+// principal returns the caller, or EUNAUTHENTICATED.
+func principal(ctx context.Context) (*trove.Principal, error) {
+	p := trove.PrincipalFrom(ctx)
+	if p == nil || p.WorkspaceID == "" {
+		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "authentication required")
+	}
+	return p, nil
+}
+
+// notSession returns EFORBIDDEN when p is a session credential; what names
+// the refused action for the message.
+func notSession(p *trove.Principal, what string) error {
+	if p.Session != nil {
+		return trove.Errorf(trove.EFORBIDDEN, "a session credential cannot %s; use a workspace API key", what)
+	}
+	return nil
+}
+
+// actor returns a copy of the principal's actor, for created_by/redacted_by.
+func actor(p *trove.Principal) *trove.Actor {
+	a := p.Actor
+	return &a
+}
+
+// read runs fn in a read transaction and maps its error.
+func (s *Service) read(ctx context.Context, op string, fn func(storage.Tx) error) error {
+	return s.mapErr(ctx, op, s.db.Read(ctx, fn))
+}
+
+// write runs fn in a write transaction and maps its error.
+func (s *Service) write(ctx context.Context, op string, fn func(storage.Tx) error) error {
+	return s.mapErr(ctx, op, s.db.Write(ctx, fn))
+}
+
+// mapErr turns any error into a *trove.Error: domain errors pass through,
+// a cancelled context becomes EUNAVAILABLE, anything else is logged and
+// becomes EINTERNAL with a generic message.
+func (s *Service) mapErr(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *trove.Error
+	if errors.As(err, &te) {
+		if te.Code == trove.EINTERNAL || te.Code == trove.EUNAVAILABLE {
+			s.log.ErrorContext(ctx, "core: storage error", "op", op, "code", te.Code, "err", err)
+		}
+		return te
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "request cancelled or timed out", Err: err}
+	}
+	s.log.ErrorContext(ctx, "core: internal error", "op", op, "err", err)
+	return &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: err}
+}
+
+// checkLimit resolves a list limit: 0 means the default; 1..MaxPageSize is
+// accepted; with full views the page is capped (not refused) at
+// MaxFullPageSize.
+func (s *Service) checkLimit(limit int, view trove.View) (int, error) {
+	if limit == 0 {
+		limit = s.limits.DefaultPageSize
+	}
+	if limit < 1 || limit > s.limits.MaxPageSize {
+		return 0, trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", s.limits.MaxPageSize, limit)
+	}
+	if view == trove.ViewFull && limit > s.limits.MaxFullPageSize {
+		limit = s.limits.MaxFullPageSize
+	}
+	return limit, nil
+}
+
+// checkView validates a view; def is what "" means.
+func checkView(v, def trove.View) (trove.View, error) {
+	switch v {
+	case "":
+		return def, nil
+	case trove.ViewBasic, trove.ViewFull:
+		return v, nil
+	}
+	return "", trove.Errorf(trove.EINVALID, "view must be %q or %q, got %q", trove.ViewBasic, trove.ViewFull, v)
+}

@@ -1,0 +1,221 @@
+package core
+
+import (
+	"context"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+)
+
+// MountRoot is where attached stores appear in a session's sandbox.
+const MountRoot = "/mnt/memory/"
+
+// CreateSession creates a session with the given stores attached and returns
+// it with its credential ("trove_st_" + 40 base62 characters), shown once
+// and stored only as a SHA-256 hash. Each attachment snapshots the store's
+// name and description and gets MountPath "/mnt/memory/<slug>", made unique
+// within the session with "-2", "-3"… suffixes.
+//
+// EINVALID for more than MaxStoresPerSession stores, a duplicate or archived
+// store, an access other than read_write or read_only ("" means read_write),
+// or instructions longer than MaxInstructionsChars characters; ENOTFOUND for
+// a store that is not in the caller's workspace; EFORBIDDEN for a session
+// credential.
+func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams) (*trove.Session, string, error) {
+	pr, err := principal(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := notSession(pr, "create sessions"); err != nil {
+		return nil, "", err
+	}
+	if len(p.Stores) > s.limits.MaxStoresPerSession {
+		return nil, "", trove.Errorf(trove.EINVALID, "a session can have at most %d memory stores attached, got %d", s.limits.MaxStoresPerSession, len(p.Stores))
+	}
+	seen := make(map[string]bool, len(p.Stores))
+	attach := make([]trove.AttachStoreParams, len(p.Stores))
+	for i, a := range p.Stores {
+		if seen[a.StoreID] {
+			return nil, "", trove.Errorf(trove.EINVALID, "memory store %s is attached more than once", a.StoreID)
+		}
+		seen[a.StoreID] = true
+		switch a.Access {
+		case "":
+			a.Access = trove.AccessReadWrite
+		case trove.AccessReadWrite, trove.AccessReadOnly:
+		default:
+			return nil, "", trove.Errorf(trove.EINVALID, "access must be %q or %q, got %q", trove.AccessReadWrite, trove.AccessReadOnly, a.Access)
+		}
+		if !utf8.ValidString(a.Instructions) {
+			return nil, "", trove.Errorf(trove.EINVALID, "instructions must be valid UTF-8")
+		}
+		if n := utf8.RuneCountInString(a.Instructions); n > s.limits.MaxInstructionsChars {
+			return nil, "", trove.Errorf(trove.EINVALID, "instructions must be at most %d characters, got %d", s.limits.MaxInstructionsChars, n)
+		}
+		attach[i] = a
+	}
+	token := newSecret(SessionTokenPrefix)
+	var out *trove.Session
+	err = s.write(ctx, "CreateSession", func(tx storage.Tx) error {
+		now := s.now()
+		se := &trove.Session{
+			ID:          trove.NewID(trove.PrefixSession, now),
+			WorkspaceID: pr.WorkspaceID,
+			Stores:      make([]trove.SessionStore, 0, len(attach)),
+			CreatedBy:   pr.Actor,
+			CreatedAt:   now,
+		}
+		used := map[string]bool{}
+		for _, a := range attach {
+			st, err := tx.StoreGet(ctx, pr.WorkspaceID, a.StoreID)
+			if err != nil {
+				return err
+			}
+			if st.ArchivedAt != nil {
+				return errArchived(a.StoreID, "archived stores cannot be attached to new sessions")
+			}
+			se.Stores = append(se.Stores, trove.SessionStore{
+				StoreID:      st.ID,
+				Access:       a.Access,
+				Name:         st.Name,
+				Description:  st.Description,
+				Instructions: a.Instructions,
+				MountPath:    MountRoot + uniqueSlug(trove.Slug(st.Name), used),
+			})
+		}
+		if err := tx.SessionInsert(ctx, se, hashSecret(token)); err != nil {
+			return err
+		}
+		out = se
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return cloneSession(out), token, nil
+}
+
+// uniqueSlug returns slug, or slug-2, slug-3… if taken, and marks it used.
+func uniqueSlug(slug string, used map[string]bool) string {
+	cand := slug
+	for i := 2; used[cand]; i++ {
+		cand = slug + "-" + strconv.Itoa(i)
+	}
+	used[cand] = true
+	return cand
+}
+
+// GetSession returns a session of the caller's workspace. A session
+// credential may read only its own session (EFORBIDDEN otherwise).
+// ENOTFOUND for an unknown session.
+func (s *Service) GetSession(ctx context.Context, sessionID string) (*trove.Session, error) {
+	pr, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pr.Session != nil && pr.Session.SessionID != sessionID {
+		return nil, trove.Errorf(trove.EFORBIDDEN, "a session credential can only read its own session")
+	}
+	var out *trove.Session
+	err = s.read(ctx, "GetSession", func(tx storage.Tx) error {
+		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)
+		out = se
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cloneSession(out), nil
+}
+
+// ListSessions lists the workspace's sessions newest first (created_at, then
+// id, descending), only those with StoreID attached when it is set.
+// EINVALID for a limit outside 1..MaxPageSize or a malformed cursor;
+// EFORBIDDEN for a session credential.
+func (s *Service) ListSessions(ctx context.Context, p trove.ListSessionsParams) (*trove.Page[trove.Session], error) {
+	pr, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := notSession(pr, "list sessions"); err != nil {
+		return nil, err
+	}
+	limit, err := s.checkLimit(p.Limit, trove.ViewBasic)
+	if err != nil {
+		return nil, err
+	}
+	before, err := decodePosition(p.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	var rows []trove.Session
+	err = s.read(ctx, "ListSessions", func(tx storage.Tx) error {
+		rows, err = tx.SessionList(ctx, storage.SessionListParams{
+			WorkspaceID: pr.WorkspaceID,
+			StoreID:     p.StoreID,
+			Before:      before,
+			Limit:       limit + 1,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	page := &trove.Page[trove.Session]{Data: make([]trove.Session, 0, min(len(rows), limit))}
+	for i := range rows {
+		if i == limit {
+			last := page.Data[limit-1]
+			page.NextPage = encodePosition(last.CreatedAt, last.ID)
+			break
+		}
+		page.Data = append(page.Data, *cloneSession(&rows[i]))
+	}
+	return page, nil
+}
+
+// EndSession ends a session: its credential stops authenticating. It is
+// idempotent (an ended session is returned unchanged). A session credential
+// may end only its own session (EFORBIDDEN otherwise). ENOTFOUND for an
+// unknown session.
+func (s *Service) EndSession(ctx context.Context, sessionID string) (*trove.Session, error) {
+	pr, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pr.Session != nil && pr.Session.SessionID != sessionID {
+		return nil, trove.Errorf(trove.EFORBIDDEN, "a session credential can only end its own session")
+	}
+	var out *trove.Session
+	err = s.write(ctx, "EndSession", func(tx storage.Tx) error {
+		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)
+		if err != nil {
+			return err
+		}
+		if se.EndedAt == nil {
+			now := s.now()
+			if err := tx.SessionEnd(ctx, se.ID, now); err != nil {
+				return err
+			}
+			se.EndedAt = &now
+		}
+		out = se
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cloneSession(out), nil
+}
+
+// cloneSession returns a copy sharing nothing with se, Stores never nil.
+func cloneSession(se *trove.Session) *trove.Session {
+	c := *se
+	c.Stores = append(make([]trove.SessionStore, 0, len(se.Stores)), se.Stores...)
+	if se.EndedAt != nil {
+		t := *se.EndedAt
+		c.EndedAt = &t
+	}
+	return &c
+}
