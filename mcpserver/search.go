@@ -1,0 +1,237 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/memtool"
+)
+
+// Search limits.
+const (
+	DefaultSearchLimit = 20  // memories listed when limit is not given
+	MaxSearchLimit     = 100 // the largest limit accepted
+	MaxQueryChars      = 500 // the longest query accepted
+	snippetLines       = 3   // matching lines shown per memory
+	snippetChars       = 200 // characters shown per matching line
+)
+
+const searchDescription = `Search the memory files (read-only). Finds files whose path or content contains the query (case-insensitive) and returns their paths with the matching lines, numbered as in view. Arguments: query (required), path_prefix (optional directory under /memories to search in), limit (optional, 1-100 files, default 20).`
+
+const searchSchema = `{
+  "type": "object",
+  "properties": {
+    "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Text to find in memory paths and content (case-insensitive)."},
+    "path_prefix": {"type": "string", "description": "Only search below this directory, e.g. /memories/projects/."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "The most files to return (default 20)."}
+  },
+  "required": ["query"]
+}`
+
+// searchArgs is the validated input of search.
+type searchArgs struct {
+	query  string
+	prefix memtool.Path
+	limit  int
+}
+
+// parseSearch validates the raw input, returning a message for the model on
+// failure.
+func parseSearch(raw json.RawMessage) (searchArgs, string) {
+	a := searchArgs{limit: DefaultSearchLimit, prefix: memtool.Path{Raw: memtool.RootPath}}
+	var m map[string]json.RawMessage
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return a, `The search input must be a JSON object with a "query" field.`
+	}
+	for k := range m {
+		switch k {
+		case "query", "path_prefix", "limit":
+		default:
+			return a, fmt.Sprintf("Unknown parameter %q for search: use query, path_prefix and limit.", k)
+		}
+	}
+	q, ok := m["query"]
+	if !ok || string(bytes.TrimSpace(q)) == "null" {
+		return a, `Missing required parameter "query" for search: give the text to find.`
+	}
+	if err := json.Unmarshal(q, &a.query); err != nil {
+		return a, `Invalid parameter "query" for search: expected a string.`
+	}
+	if strings.TrimSpace(a.query) == "" {
+		return a, `Invalid parameter "query" for search: it must not be empty.`
+	}
+	if n := utf8.RuneCountInString(a.query); n > MaxQueryChars {
+		return a, fmt.Sprintf(`Invalid parameter "query" for search: it is %d characters; the maximum is %d.`, n, MaxQueryChars)
+	}
+	if pp, ok := m["path_prefix"]; ok && string(bytes.TrimSpace(pp)) != "null" {
+		var s string
+		if err := json.Unmarshal(pp, &s); err != nil {
+			return a, `Invalid parameter "path_prefix" for search: expected a string such as "/memories/projects/".`
+		}
+		p, err := memtool.ParsePath(s)
+		if err != nil {
+			return a, err.Error()
+		}
+		a.prefix = p
+	}
+	if l, ok := m["limit"]; ok && string(bytes.TrimSpace(l)) != "null" {
+		var n json.Number
+		if err := json.Unmarshal(l, &n); err != nil {
+			return a, fmt.Sprintf(`Invalid parameter "limit" for search: expected an integer from 1 to %d.`, MaxSearchLimit)
+		}
+		i, err := strconv.Atoi(n.String())
+		if err != nil || i < 1 || i > MaxSearchLimit {
+			return a, fmt.Sprintf(`Invalid parameter "limit" for search: %s; it must be an integer from 1 to %d.`, n.String(), MaxSearchLimit)
+		}
+		a.limit = i
+	}
+	return a, ""
+}
+
+// target is one store prefix to scan, with the tool path its memory paths
+// appear under.
+type target struct {
+	storeID string
+	prefix  string // store list prefix: "/" or "/a/b/"
+	display string // tool path of the store root: "/memories" or "/memories/<slug>"
+}
+
+func (s *Server) targets(p memtool.Path) ([]target, string) {
+	rel := p.Rel
+	if s.single {
+		return []target{{storeID: s.mounts[0].StoreID, prefix: storePrefix(rel), display: memtool.RootPath}}, ""
+	}
+	if rel == "" {
+		var out []target
+		for _, m := range s.mounts {
+			out = append(out, target{storeID: m.StoreID, prefix: "/", display: memtool.RootPath + "/" + m.Slug})
+		}
+		return out, ""
+	}
+	slug, rest, _ := strings.Cut(rel, "/")
+	for _, m := range s.mounts {
+		if m.Slug == slug {
+			return []target{{storeID: m.StoreID, prefix: storePrefix(rest), display: memtool.RootPath + "/" + m.Slug}}, ""
+		}
+	}
+	var dirs []string
+	for _, m := range s.mounts {
+		dirs = append(dirs, memtool.RootPath+"/"+m.Slug+"/")
+	}
+	return nil, fmt.Sprintf("The path_prefix %s is not inside a store's directory; use one of %s.", p.Raw, strings.Join(dirs, ", "))
+}
+
+func storePrefix(rel string) string {
+	if rel == "" {
+		return "/"
+	}
+	return "/" + rel + "/"
+}
+
+// handleSearch runs one search call.
+func (s *Server) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, msg := parseSearch(req.Params.Arguments)
+	if msg != "" {
+		return errorResult("%s", strings.TrimPrefix(msg, "Error: ")), nil
+	}
+	targets, msg := s.targets(a.prefix)
+	if msg != "" {
+		return errorResult("%s", msg), nil
+	}
+	ctx = s.ctx(ctx)
+	needle := strings.ToLower(a.query)
+	var sb strings.Builder
+	found, more := 0, false
+scan:
+	for _, t := range targets {
+		if err := trove.ValidatePathPrefix(t.prefix, s.limits.MaxPathBytes, s.limits.MaxPathSegments); err != nil {
+			continue // no memory can live there
+		}
+		cursor := ""
+		for {
+			page, err := s.svc.ListMemories(ctx, t.storeID, trove.ListMemoriesParams{
+				PathPrefix: t.prefix, Limit: s.limits.MaxFullPageSize, Cursor: cursor, View: trove.ViewFull,
+			})
+			if err != nil {
+				s.opt.Logger.Error("search: list memories", "store", t.storeID, "err", err)
+				switch trove.ErrorCode(err) {
+				case trove.EINVALID, trove.EFORBIDDEN, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
+					return errorResult("The memory store refused the search: %s.", trove.ErrorMessage(err)), nil
+				}
+				return errorResult("The search failed because of a storage error. Try again later."), nil
+			}
+			for _, it := range page.Data {
+				if it.Memory == nil || it.Memory.Content == nil {
+					continue
+				}
+				path := t.display + it.Memory.Path
+				snip, n := matchLines(*it.Memory.Content, needle)
+				if n == 0 && !strings.Contains(strings.ToLower(path), needle) {
+					continue
+				}
+				if found == a.limit {
+					more = true
+					break scan
+				}
+				found++
+				sb.WriteString("\n" + path)
+				if n == 0 {
+					sb.WriteString(" (the path matches)")
+				}
+				sb.WriteString(snip)
+				if n > snippetLines {
+					fmt.Fprintf(&sb, "\n       ... %d more matching lines", n-snippetLines)
+				}
+			}
+			if page.NextPage == "" {
+				break
+			}
+			cursor = page.NextPage
+		}
+	}
+	where := a.prefix.Raw
+	if found == 0 {
+		return textResult(fmt.Sprintf("No memory under %s matches %s.", where, strconv.Quote(a.query))), nil
+	}
+	head := fmt.Sprintf("Found %d memories under %s matching %s", found, where, strconv.Quote(a.query))
+	if more {
+		head += fmt.Sprintf(" (showing the first %d; raise limit or narrow path_prefix to see more)", a.limit)
+	}
+	return textResult(head + ":" + sb.String()), nil
+}
+
+// matchLines returns up to snippetLines numbered matching lines of content
+// (each starting with "\n") and the number of matching lines.
+func matchLines(content, needle string) (string, int) {
+	var sb strings.Builder
+	n := 0
+	for i, line := range strings.Split(content, "\n") {
+		if !strings.Contains(strings.ToLower(line), needle) {
+			continue
+		}
+		n++
+		if n > snippetLines {
+			continue
+		}
+		if utf8.RuneCountInString(line) > snippetChars {
+			line = string([]rune(line)[:snippetChars]) + "…"
+		}
+		fmt.Fprintf(&sb, "\n%6d\t%s", i+1, line)
+	}
+	return sb.String(), n
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
