@@ -222,6 +222,10 @@ func (a *args) filePath(key string) (Path, *Result) {
 
 // integer parses a JSON number that must be an integer.
 func integer(raw json.RawMessage) (int, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false // json.Number would also accept a quoted number
+	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return 0, false
