@@ -1,0 +1,428 @@
+// Package fusefs mounts a vfs.FS with the kernel's FUSE, through
+// github.com/hanwen/go-fuse/v2/fs. It is a thin adapter: every node asks the
+// vfs by path (the inode's path from the mount root), and ToErrno is the one
+// place where vfs errors become errno values.
+//
+// The kernel caches entries, attributes and failed lookups for the vfs
+// refresh bound (vfs.FS.Refresh), so another writer's change is visible
+// through the mount within about twice that bound.
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/trovehq/trove/vfs"
+)
+
+// ToErrno maps an error of the vfs to the errno the kernel returns: 0 for
+// nil; EIO for anything outside the vfs's closed set.
+func ToErrno(err error) syscall.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, vfs.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, vfs.ErrExist):
+		return syscall.EEXIST
+	case errors.Is(err, vfs.ErrNotDir):
+		return syscall.ENOTDIR
+	case errors.Is(err, vfs.ErrIsDir):
+		return syscall.EISDIR
+	case errors.Is(err, vfs.ErrNotEmpty):
+		return syscall.ENOTEMPTY
+	case errors.Is(err, vfs.ErrReadOnly):
+		return syscall.EROFS
+	case errors.Is(err, vfs.ErrTooLarge):
+		return syscall.EFBIG
+	case errors.Is(err, vfs.ErrNotUTF8):
+		return syscall.EILSEQ
+	case errors.Is(err, vfs.ErrStale):
+		return syscall.ESTALE
+	case errors.Is(err, vfs.ErrInvalid):
+		return syscall.EINVAL
+	case errors.Is(err, vfs.ErrNoSpace):
+		return syscall.ENOSPC
+	case errors.Is(err, vfs.ErrCrossStore):
+		return syscall.EXDEV
+	case errors.Is(err, vfs.ErrPermission):
+		return syscall.EACCES
+	case errors.Is(err, vfs.ErrNotSupported):
+		return syscall.ENOTSUP
+	default: // vfs.ErrUnavailable and anything unexpected
+		return syscall.EIO
+	}
+}
+
+// Options configure a mount.
+type Options struct {
+	// Timeout is the kernel's entry, attribute and negative-lookup cache
+	// time; 0 means the vfs refresh bound.
+	Timeout time.Duration
+	// AllowOther lets users other than the mounting one use the mount
+	// (needs user_allow_other in /etc/fuse.conf unless root).
+	AllowOther bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Logger receives errors the kernel cannot be told about (nil: discard).
+	Logger *slog.Logger
+}
+
+// Server is a live mount.
+type Server struct {
+	dir string
+	srv *fuse.Server
+}
+
+// Mount mounts v at dir (an existing empty directory) and returns once the
+// kernel serves it. Unmount it with Server.Unmount.
+func Mount(dir string, v *vfs.FS, opts Options) (*Server, error) {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = v.Refresh()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	root := &node{v: v, log: log}
+	o := &fs.Options{
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		MountOptions: fuse.MountOptions{
+			FsName:        "trove",
+			Name:          "trove",
+			AllowOther:    opts.AllowOther,
+			DisableXAttrs: true,
+			Debug:         opts.Debug,
+			MaxWrite:      128 << 10,
+		},
+		UID: uint32(os.Getuid()),
+		GID: uint32(os.Getgid()),
+	}
+	srv, err := fs.Mount(dir, root, o)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	return &Server{dir: dir, srv: srv}, nil
+}
+
+// Dir returns the mount point.
+func (s *Server) Dir() string { return s.dir }
+
+// Unmount unmounts the file system and waits for the serve loop to end. It
+// fails (EBUSY) while a process uses the mount; Unmount may be retried.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		return fmt.Errorf("fusefs: unmount %s: %w", s.dir, err)
+	}
+	s.srv.Wait()
+	return nil
+}
+
+// node is every inode: the root, store directories, directories and files.
+type node struct {
+	fs.Inode
+	v   *vfs.FS
+	log *slog.Logger
+}
+
+var (
+	_ fs.NodeLookuper   = (*node)(nil)
+	_ fs.NodeGetattrer  = (*node)(nil)
+	_ fs.NodeSetattrer  = (*node)(nil)
+	_ fs.NodeReaddirer  = (*node)(nil)
+	_ fs.NodeOpener     = (*node)(nil)
+	_ fs.NodeCreater    = (*node)(nil)
+	_ fs.NodeReader     = (*node)(nil)
+	_ fs.NodeWriter     = (*node)(nil)
+	_ fs.NodeFlusher    = (*node)(nil)
+	_ fs.NodeFsyncer    = (*node)(nil)
+	_ fs.NodeReleaser   = (*node)(nil)
+	_ fs.NodeUnlinker   = (*node)(nil)
+	_ fs.NodeMkdirer    = (*node)(nil)
+	_ fs.NodeRmdirer    = (*node)(nil)
+	_ fs.NodeRenamer    = (*node)(nil)
+	_ fs.NodeStatfser   = (*node)(nil)
+	_ fs.NodeSymlinker  = (*node)(nil)
+	_ fs.NodeLinker     = (*node)(nil)
+	_ fs.NodeMknoder    = (*node)(nil)
+	_ fs.NodeOpendirer  = (*node)(nil)
+	_ fs.NodeAccesser   = (*node)(nil)
+	_ fs.NodeReadlinker = (*node)(nil)
+)
+
+func (n *node) path() string { return n.Path(nil) }
+
+func (n *node) child(name string) string {
+	if p := n.path(); p != "" {
+		return p + "/" + name
+	}
+	return name
+}
+
+func fillAttr(a vfs.Attr, out *fuse.Attr) {
+	out.Mode = uint32(a.Mode.Perm())
+	if a.Dir {
+		out.Mode |= syscall.S_IFDIR
+	} else {
+		out.Mode |= syscall.S_IFREG
+	}
+	out.Size = uint64(a.Size)
+	out.Blocks = (out.Size + 511) / 512
+	out.Blksize = 4096
+	out.Nlink = a.Nlink
+	t := a.ModTime
+	out.SetTimes(&t, &t, &t)
+	out.Owner = fuse.Owner{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+}
+
+func stable(a vfs.Attr) fs.StableAttr {
+	if a.Dir {
+		return fs.StableAttr{Mode: syscall.S_IFDIR}
+	}
+	return fs.StableAttr{Mode: syscall.S_IFREG}
+}
+
+func (n *node) newChild(ctx context.Context, a vfs.Attr, out *fuse.EntryOut) *fs.Inode {
+	fillAttr(a, &out.Attr)
+	return n.NewInode(ctx, &node{v: n.v, log: n.log}, stable(a))
+}
+
+// Lookup implements fs.NodeLookuper.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	a, err := n.v.Stat(ctx, n.child(name))
+	if err != nil {
+		return nil, ToErrno(err)
+	}
+	return n.newChild(ctx, a, out), 0
+}
+
+// Getattr implements fs.NodeGetattrer.
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	a, err := n.v.Stat(ctx, n.path())
+	if err != nil {
+		h, ok := f.(*handle)
+		if !ok {
+			return ToErrno(err)
+		}
+		// An unlinked file still open: describe the descriptor.
+		a = vfs.Attr{Mode: 0o644, Size: h.h.Size(), Nlink: 0, ModTime: time.Now()}
+	}
+	fillAttr(a, &out.Attr)
+	return 0
+}
+
+// Setattr implements fs.NodeSetattrer: only the size changes anything;
+// modes, owners and times are accepted and ignored.
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, ok := in.GetSize(); ok {
+		var err error
+		if h, isH := f.(*handle); isH {
+			err = h.h.Truncate(ctx, int64(size))
+		} else {
+			err = n.v.Truncate(ctx, n.path(), int64(size))
+		}
+		if err != nil {
+			return ToErrno(err)
+		}
+	}
+	return n.Getattr(ctx, f, out)
+}
+
+// Opendir implements fs.NodeOpendirer.
+func (n *node) Opendir(ctx context.Context) syscall.Errno {
+	a, err := n.v.Stat(ctx, n.path())
+	if err != nil {
+		return ToErrno(err)
+	}
+	if !a.Dir {
+		return syscall.ENOTDIR
+	}
+	return 0
+}
+
+// Readdir implements fs.NodeReaddirer.
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	list, err := n.v.ReadDir(ctx, n.path())
+	if err != nil {
+		return nil, ToErrno(err)
+	}
+	out := make([]fuse.DirEntry, 0, len(list))
+	for _, a := range list {
+		out = append(out, fuse.DirEntry{Name: a.Name, Mode: stable(a).Mode})
+	}
+	return fs.NewListDirStream(out), 0
+}
+
+// Access implements fs.NodeAccesser: writes to the root and to read-only
+// stores are refused; everything else is allowed.
+func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
+	if mask&unix.W_OK == 0 {
+		return 0
+	}
+	a, err := n.v.Stat(ctx, n.path())
+	if err != nil {
+		return ToErrno(err)
+	}
+	if a.Mode.Perm()&0o200 == 0 {
+		return syscall.EROFS
+	}
+	return 0
+}
+
+// handle is an open file.
+type handle struct{ h *vfs.Handle }
+
+// Open implements fs.NodeOpener.
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	h, err := n.v.Open(ctx, n.path(), int(flags))
+	if err != nil {
+		return nil, 0, ToErrno(err)
+	}
+	return &handle{h}, 0, 0
+}
+
+// Create implements fs.NodeCreater.
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	p := n.child(name)
+	h, err := n.v.Open(ctx, p, int(flags)|os.O_CREATE)
+	if err != nil {
+		return nil, nil, 0, ToErrno(err)
+	}
+	a, err := n.v.Stat(ctx, p)
+	if err != nil {
+		h.Release()
+		return nil, nil, 0, ToErrno(err)
+	}
+	return n.newChild(ctx, a, out), &handle{h}, 0, 0
+}
+
+// Read implements fs.NodeReader.
+func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h, ok := f.(*handle)
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	c, err := h.h.ReadAt(ctx, dest, off)
+	if err != nil && err != io.EOF {
+		return nil, ToErrno(err)
+	}
+	return fuse.ReadResultData(dest[:c]), 0
+}
+
+// Write implements fs.NodeWriter.
+func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	h, ok := f.(*handle)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	c, err := h.h.WriteAt(ctx, data, off)
+	return uint32(c), ToErrno(err)
+}
+
+// Flush implements fs.NodeFlusher: close(2) uploads a changed file.
+func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	h, ok := f.(*handle)
+	if !ok {
+		return 0
+	}
+	return ToErrno(h.h.Flush(ctx))
+}
+
+// Fsync implements fs.NodeFsyncer.
+func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	h, ok := f.(*handle)
+	if !ok {
+		return 0
+	}
+	return ToErrno(h.h.Fsync(ctx))
+}
+
+// Release implements fs.NodeReleaser.
+func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	if h, ok := f.(*handle); ok {
+		h.h.Release()
+	}
+	return 0
+}
+
+// Unlink implements fs.NodeUnlinker.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return ToErrno(n.v.Remove(ctx, n.child(name)))
+}
+
+// Mkdir implements fs.NodeMkdirer.
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p := n.child(name)
+	if err := n.v.Mkdir(ctx, p); err != nil {
+		return nil, ToErrno(err)
+	}
+	a, err := n.v.Stat(ctx, p)
+	if err != nil {
+		return nil, ToErrno(err)
+	}
+	return n.newChild(ctx, a, out), 0
+}
+
+// Rmdir implements fs.NodeRmdirer.
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return ToErrno(n.v.Rmdir(ctx, n.child(name)))
+}
+
+// Rename implements fs.NodeRenamer. RENAME_NOREPLACE is honoured;
+// RENAME_EXCHANGE is not supported.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	to := path.Join(newParent.EmbeddedInode().Path(nil), newName)
+	switch flags {
+	case 0:
+	case unix.RENAME_NOREPLACE:
+		if _, err := n.v.Stat(ctx, to); err == nil {
+			return syscall.EEXIST
+		}
+	default:
+		return syscall.ENOTSUP
+	}
+	return ToErrno(n.v.Rename(ctx, n.child(name), to))
+}
+
+// Statfs implements fs.NodeStatfser with nominal figures, so that df and
+// tools that check free space work.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	out.Bsize, out.Frsize, out.NameLen = 4096, 4096, 255
+	out.Blocks, out.Bfree, out.Bavail = 1<<20, 1<<19, 1<<19
+	out.Files, out.Ffree = 1<<20, 1<<19
+	return 0
+}
+
+// Symlink implements fs.NodeSymlinker: stores hold no links.
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// Link implements fs.NodeLinker: stores hold no links.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// Mknod implements fs.NodeMknoder: stores hold no special files.
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// Readlink implements fs.NodeReadlinker.
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	return nil, syscall.EINVAL
+}

@@ -1,0 +1,390 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trovehq/trove"
+)
+
+// node is an open file: the buffer every handle on it shares.
+// Lock order: store.mu before node.mu.
+type node struct {
+	s *store
+
+	mu       sync.Mutex
+	path     string // rel path; changed with s.mu and mu held
+	id       string // memory ID; "" until the first upload
+	baseSHA  string // content hash the buffer was read from (the precondition)
+	loaded   bool   // data holds the content
+	data     []byte
+	dirty    bool // data differs from what the store holds
+	mtime    time.Time
+	handles  int
+	unlinked bool // removed or replaced by this mount: uploads nothing
+}
+
+// load reads the content from the store if it is not loaded. n.mu held.
+func (n *node) load(ctx context.Context) error {
+	if n.loaded {
+		return nil
+	}
+	if n.id == "" {
+		n.data, n.loaded = nil, true
+		return nil
+	}
+	m, err := n.s.f.svc.GetMemory(ctx, n.s.id, n.id, trove.ViewFull)
+	if err != nil {
+		return storeErr(err)
+	}
+	if m.Content != nil {
+		n.data = []byte(*m.Content)
+	} else {
+		n.data = nil
+	}
+	n.baseSHA, n.loaded, n.mtime = m.SHA256, true, m.UpdatedAt
+	return nil
+}
+
+// resize truncates or zero-extends the loaded buffer. n.mu held.
+func (n *node) resize(size int) {
+	if size <= len(n.data) {
+		n.data = n.data[:size]
+	} else {
+		n.data = append(n.data, make([]byte, size-len(n.data))...)
+	}
+	n.dirty = true
+	n.mtime = n.s.f.now()
+}
+
+func checkUTF8(s string) error {
+	if !utf8.ValidString(s) {
+		return ErrNotUTF8
+	}
+	return nil
+}
+
+// upload writes the buffer to the store as one version. s.mu and n.mu held.
+// On a lost race it saves the bytes as a conflict copy, re-bases the node on
+// the winner's state and returns ErrStale.
+func (n *node) upload(ctx context.Context) error {
+	s := n.s
+	if !utf8.Valid(n.data) {
+		return ErrNotUTF8
+	}
+	content := string(n.data)
+	var m *trove.Memory
+	var err error
+	if n.id == "" {
+		if len(s.files) >= s.f.limits.MaxMemoriesPerStore {
+			return ErrNoSpace
+		}
+		m, err = s.f.svc.CreateMemory(ctx, s.id, trove.CreateMemoryParams{Path: memPath(n.path), Content: content})
+	} else {
+		m, err = s.f.svc.UpdateMemory(ctx, s.id, n.id, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: n.baseSHA})
+	}
+	if err == nil {
+		n.id, n.baseSHA, n.dirty, n.mtime = m.ID, m.SHA256, false, m.UpdatedAt
+		s.putFile(n.path, m)
+		return nil
+	}
+	code := trove.ErrorCode(err)
+	lost := code == trove.EPRECONDITION ||
+		(n.id != "" && code == trove.ENOTFOUND) ||
+		(n.id == "" && code == trove.EPATHCONFLICT)
+	if !lost {
+		return storeErr(err)
+	}
+	cp, cerr := s.conflictCopy(ctx, n.path, n.id, content)
+	if cerr != nil {
+		s.f.log.Error("vfs: saving a conflict copy failed; the buffer stays unsaved", "store", s.id, "path", n.path, "err", cerr)
+		return storeErr(cerr)
+	}
+	s.f.log.Warn("vfs: lost a write race; saved a conflict copy", "store", s.id, "path", n.path, "copy", cp)
+	// Re-base on what the store holds now, keeping the writer's bytes in
+	// the buffer: a further write and close replaces the winner's version.
+	s.invalidate()
+	n.id, n.baseSHA, n.dirty = "", "", false
+	if err := s.fresh(ctx); err == nil {
+		if e := s.files[n.path]; e != nil {
+			n.id, n.baseSHA = e.id, e.sha
+		}
+	}
+	return ErrStale
+}
+
+// conflictCopy creates <stem>.conflict-<id8>-<UTC time><ext> next to rel
+// holding content, and returns its rel path. s.mu held.
+func (s *store) conflictCopy(ctx context.Context, rel, memID, content string) (string, error) {
+	dir, base := parentOf(rel), baseOf(rel)
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if stem == "" { // ".bashrc"
+		stem, ext = base, ""
+	}
+	id8 := s.f.writerTag(memID)
+	stamp := s.f.now().UTC().Format("20060102T150405Z")
+	var lastErr error
+	for i := 1; i <= 9; i++ {
+		name := fmt.Sprintf("%s.conflict-%s-%s%s", stem, id8, stamp, ext)
+		if i > 1 {
+			name = fmt.Sprintf("%s.conflict-%s-%s-%d%s", stem, id8, stamp, i, ext)
+		}
+		cp := name
+		if dir != "" {
+			cp = dir + "/" + name
+		}
+		m, err := s.f.svc.CreateMemory(ctx, s.id, trove.CreateMemoryParams{Path: memPath(cp), Content: content})
+		if err == nil {
+			s.putFile(cp, m)
+			return cp, nil
+		}
+		lastErr = err
+		if trove.ErrorCode(err) != trove.EPATHCONFLICT {
+			break
+		}
+	}
+	return "", lastErr
+}
+
+// writerTag returns the last 8 characters of the writing actor's ID, or of
+// memID when the principal is unknown.
+func (f *FS) writerTag(memID string) string {
+	id := memID
+	if p := f.principal; p != nil {
+		a := p.Actor
+		for _, s := range []string{a.SessionID, a.APIKeyID, a.UserID, a.ServiceAccountID} {
+			if s != "" {
+				id = s
+				break
+			}
+		}
+	}
+	if id == "" {
+		return "00000000"
+	}
+	if len(id) > 8 {
+		id = id[len(id)-8:]
+	}
+	return id
+}
+
+// Handle is an open file descriptor. Every method is safe for concurrent
+// use; Release must be called exactly once.
+type Handle struct {
+	n      *node
+	write  bool
+	append bool
+}
+
+// openFile implements FS.Open.
+func (s *store) openFile(ctx context.Context, rel string, flags int) (*Handle, error) {
+	acc := flags & oAccess
+	write := acc == os.O_WRONLY || acc == os.O_RDWR || flags&oTrunc != 0
+	create := flags&oCreate != 0
+	if write && s.ro {
+		return nil, ErrReadOnly
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkParentsAreDirs(rel); err != nil {
+		return nil, err
+	}
+	n := s.open[rel]
+	switch s.kind(rel) {
+	case 'd':
+		return nil, ErrIsDir
+	case 0:
+		if !create {
+			return nil, ErrNotExist
+		}
+		if err := s.checkParent(rel); err != nil {
+			return nil, err
+		}
+		if s.ro {
+			return nil, ErrReadOnly
+		}
+		if err := s.validName(rel); err != nil {
+			return nil, err
+		}
+		if len(s.files) >= s.f.limits.MaxMemoriesPerStore {
+			return nil, ErrNoSpace
+		}
+		n = &node{s: s, path: rel, loaded: true, dirty: true, mtime: s.f.now()}
+		s.open[rel] = n
+	default:
+		if create && flags&oExcl != 0 {
+			return nil, ErrExist
+		}
+		e := s.files[rel]
+		if n == nil {
+			n = &node{s: s, path: rel, id: e.id, baseSHA: e.sha, mtime: e.updated}
+			s.open[rel] = n
+		} else if e != nil {
+			// A long-open file follows other writers' changes when clean.
+			n.mu.Lock()
+			if !n.dirty && n.id == e.id && n.baseSHA != e.sha {
+				n.loaded, n.data, n.baseSHA = false, nil, e.sha
+			}
+			n.mu.Unlock()
+		}
+	}
+	n.mu.Lock()
+	n.handles++
+	if flags&oTrunc != 0 && len(n.data) > 0 || flags&oTrunc != 0 && !n.loaded {
+		n.data, n.loaded = n.data[:0], true
+		n.dirty, n.mtime = true, s.f.now()
+	}
+	n.mu.Unlock()
+	return &Handle{n: n, write: write, append: flags&oAppend != 0}, nil
+}
+
+func (h *Handle) ctx(ctx context.Context) context.Context { return h.n.s.f.ctx(ctx) }
+
+func (h *Handle) name() string { return h.n.s.slug + "/" + h.n.path }
+
+// ReadAt reads like io.ReaderAt: io.EOF when fewer than len(p) bytes remain.
+// The content is read from the store at the first read of an open file.
+func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.load(h.ctx(ctx)); err != nil {
+		return 0, pathErr("read", h.name(), err)
+	}
+	if off < 0 {
+		return 0, pathErr("read", h.name(), ErrInvalid)
+	}
+	if off >= int64(len(n.data)) {
+		return 0, io.EOF
+	}
+	c := copy(p, n.data[off:])
+	if c < len(p) {
+		return c, io.EOF
+	}
+	return c, nil
+}
+
+// WriteAt writes p at off (at the end for a handle opened with O_APPEND)
+// into the buffer. ErrTooLarge, writing nothing, if the file would exceed
+// the content limit.
+func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n := h.n
+	if !h.write {
+		return 0, pathErr("write", h.name(), ErrPermission)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.load(h.ctx(ctx)); err != nil {
+		return 0, pathErr("write", h.name(), err)
+	}
+	if h.append {
+		off = int64(len(n.data))
+	}
+	if off < 0 {
+		return 0, pathErr("write", h.name(), ErrInvalid)
+	}
+	end := off + int64(len(p))
+	if end > int64(n.s.f.limits.MaxContentBytes) {
+		return 0, pathErr("write", h.name(), ErrTooLarge)
+	}
+	if end > int64(len(n.data)) {
+		n.data = append(n.data, make([]byte, int(end)-len(n.data))...)
+	}
+	copy(n.data[off:], p)
+	n.dirty, n.mtime = true, n.s.f.now()
+	return len(p), nil
+}
+
+// Truncate sets the size of the buffer (ftruncate). ErrTooLarge beyond the
+// content limit.
+func (h *Handle) Truncate(ctx context.Context, size int64) error {
+	n := h.n
+	if size < 0 {
+		return pathErr("truncate", h.name(), ErrInvalid)
+	}
+	if size > int64(n.s.f.limits.MaxContentBytes) {
+		return pathErr("truncate", h.name(), ErrTooLarge)
+	}
+	if n.s.ro {
+		return pathErr("truncate", h.name(), ErrReadOnly)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.load(h.ctx(ctx)); err != nil {
+		return pathErr("truncate", h.name(), err)
+	}
+	if int(size) != len(n.data) {
+		n.resize(int(size))
+	}
+	return nil
+}
+
+// Size returns the current size of the file as this handle sees it.
+func (h *Handle) Size() int64 {
+	n := h.n
+	n.s.mu.Lock()
+	defer n.s.mu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.loaded {
+		return int64(len(n.data))
+	}
+	if e := n.s.files[n.path]; e != nil && e.id == n.id {
+		return int64(e.size)
+	}
+	return 0
+}
+
+// Flush is close(2) of one descriptor of the file: if the buffer changed
+// since it was last uploaded, it is uploaded as one version. ErrNotUTF8,
+// ErrNoSpace, ErrStale (the bytes went to a conflict copy), ErrUnavailable.
+func (h *Handle) Flush(ctx context.Context) error {
+	n := h.n
+	s := n.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.dirty || n.unlinked {
+		return nil
+	}
+	return pathErr("close", h.name(), n.upload(h.ctx(ctx)))
+}
+
+// Fsync uploads like Flush.
+func (h *Handle) Fsync(ctx context.Context) error { return h.Flush(ctx) }
+
+// Release ends the handle. When the last handle of a file is released, a
+// buffer that could not be uploaded (see Flush) is dropped.
+func (h *Handle) Release() {
+	n := h.n
+	s := n.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.handles--
+	if n.handles > 0 {
+		return
+	}
+	if n.dirty && !n.unlinked {
+		s.f.log.Warn("vfs: dropping an unsaved buffer", "store", s.id, "path", n.path)
+	}
+	if s.open[n.path] == n {
+		delete(s.open, n.path)
+		if n.id == "" {
+			s.keepParents(n.path)
+		}
+	}
+}

@@ -1,0 +1,762 @@
+package vfs
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trovehq/trove"
+)
+
+const (
+	oCreate = os.O_CREATE
+	oExcl   = os.O_EXCL
+	oTrunc  = os.O_TRUNC
+	oAppend = os.O_APPEND
+	oAccess = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
+)
+
+// entry is one memory as the listing cache knows it.
+type entry struct {
+	id, sha          string
+	size             int
+	created, updated time.Time
+}
+
+// store is one store directory: the listing cache, the directories that
+// exist only in this mount, and the open files.
+type store struct {
+	f    *FS
+	id   string
+	slug string
+	ro   bool
+
+	mu       sync.Mutex
+	loadedAt time.Time
+	loaded   bool
+	files    map[string]*entry // rel path ("a/b.md") → memory
+	dirCount map[string]int    // implied dir rel path → files below it
+	sorted   []string          // sorted keys of files; nil when stale
+	vdirs    map[string]bool   // directories created or kept by this mount
+	open     map[string]*node  // rel path → open file (incl. not yet uploaded)
+}
+
+func newStore(f *FS, id, slug string, ro bool) *store {
+	return &store{f: f, id: id, slug: slug, ro: ro,
+		files: map[string]*entry{}, dirCount: map[string]int{},
+		vdirs: map[string]bool{}, open: map[string]*node{}}
+}
+
+func (s *store) fileMode() fs.FileMode {
+	if s.ro {
+		return 0o444
+	}
+	return 0o644
+}
+
+func (s *store) dirMode() fs.FileMode {
+	if s.ro {
+		return fs.ModeDir | 0o555
+	}
+	return fs.ModeDir | 0o755
+}
+
+func (s *store) rootAttr() Attr {
+	return Attr{Name: s.slug, Dir: true, Mode: s.dirMode(), ModTime: s.f.started, Nlink: 2}
+}
+
+// memPath turns a rel path into a memory path.
+func memPath(rel string) string { return "/" + rel }
+
+func parentOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+func baseOf(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
+
+// fresh reloads the listing when it is older than the refresh bound.
+// Called with s.mu held.
+func (s *store) fresh(ctx context.Context) error {
+	now := s.f.now()
+	if s.loaded && now.Sub(s.loadedAt) < s.f.refresh {
+		return nil
+	}
+	files := map[string]*entry{}
+	cursor := ""
+	for {
+		page, err := s.f.svc.ListMemories(ctx, s.id, trove.ListMemoriesParams{
+			Limit: s.f.limits.MaxPageSize, Cursor: cursor, View: trove.ViewBasic,
+		})
+		if err != nil {
+			s.f.log.Warn("vfs: listing a store failed", "store", s.id, "err", err)
+			return storeErr(err)
+		}
+		for _, it := range page.Data {
+			if m := it.Memory; m != nil && len(m.Path) > 1 {
+				files[m.Path[1:]] = &entry{id: m.ID, sha: m.SHA256, size: m.SizeBytes, created: m.CreatedAt, updated: m.UpdatedAt}
+			}
+		}
+		if page.NextPage == "" {
+			break
+		}
+		cursor = page.NextPage
+	}
+	s.files = files
+	s.dirCount = map[string]int{}
+	for p := range files {
+		s.countDirs(p, 1)
+	}
+	s.sorted = nil
+	s.loaded = true
+	s.loadedAt = now
+	return nil
+}
+
+// invalidate forces a reload at the next operation. Called with s.mu held.
+func (s *store) invalidate() { s.loaded = false }
+
+func (s *store) countDirs(rel string, delta int) {
+	for d := parentOf(rel); d != ""; d = parentOf(d) {
+		if n := s.dirCount[d] + delta; n > 0 {
+			s.dirCount[d] = n
+		} else {
+			delete(s.dirCount, d)
+		}
+	}
+}
+
+// putFile records a memory at rel (after a create, update or rename).
+func (s *store) putFile(rel string, m *trove.Memory) {
+	if _, ok := s.files[rel]; !ok {
+		s.countDirs(rel, 1)
+		s.sorted = nil
+	}
+	s.files[rel] = &entry{id: m.ID, sha: m.SHA256, size: m.SizeBytes, created: m.CreatedAt, updated: m.UpdatedAt}
+}
+
+// dropFile forgets the memory at rel; directories it leaves empty stay,
+// as directories of this mount.
+func (s *store) dropFile(rel string) {
+	if _, ok := s.files[rel]; !ok {
+		return
+	}
+	delete(s.files, rel)
+	s.countDirs(rel, -1)
+	s.sorted = nil
+	for d := parentOf(rel); d != ""; d = parentOf(d) {
+		if s.dirCount[d] == 0 {
+			s.vdirs[d] = true
+		}
+	}
+}
+
+// kind classifies rel: 'f' file, 'd' directory, 0 absent. Called with s.mu
+// held and the listing fresh.
+func (s *store) kind(rel string) byte {
+	if rel == "" {
+		return 'd'
+	}
+	if n := s.open[rel]; n != nil {
+		return 'f'
+	}
+	if _, ok := s.files[rel]; ok {
+		return 'f'
+	}
+	if s.dirCount[rel] > 0 || s.vdirs[rel] {
+		return 'd'
+	}
+	return 0
+}
+
+// checkParent returns nil if the parent of rel is a directory, ErrNotDir if
+// it or one of its ancestors is a file, ErrNotExist if it is absent.
+func (s *store) checkParent(rel string) error {
+	p := parentOf(rel)
+	if p == "" {
+		return nil
+	}
+	if err := s.checkParentsAreDirs(rel); err != nil {
+		return err
+	}
+	if s.kind(p) == 0 {
+		return ErrNotExist
+	}
+	return nil
+}
+
+func (s *store) checkParentsAreDirs(rel string) error {
+	for d := parentOf(rel); d != ""; d = parentOf(d) {
+		if s.kind(d) == 'f' {
+			return ErrNotDir
+		}
+	}
+	return nil
+}
+
+// lookup checks the parents of rel and returns its kind.
+func (s *store) lookup(rel string) (byte, error) {
+	if err := s.checkParentsAreDirs(rel); err != nil {
+		return 0, err
+	}
+	k := s.kind(rel)
+	if k == 0 {
+		return 0, ErrNotExist
+	}
+	return k, nil
+}
+
+func (s *store) validName(rel string) error {
+	if err := trove.ValidatePath(memPath(rel), s.f.limits.MaxPathBytes, s.f.limits.MaxPathSegments); err != nil {
+		return ErrInvalid
+	}
+	return nil
+}
+
+func (s *store) stat(ctx context.Context, rel string) (Attr, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rel == "" {
+		return s.rootAttr(), nil
+	}
+	if err := s.fresh(ctx); err != nil {
+		return Attr{}, err
+	}
+	k, err := s.lookup(rel)
+	if err != nil {
+		return Attr{}, err
+	}
+	return s.attrOf(rel, k), nil
+}
+
+// attrOf describes rel of kind k. Called with s.mu held.
+func (s *store) attrOf(rel string, k byte) Attr {
+	if k == 'd' {
+		a := Attr{Name: baseOf(rel), Dir: true, Mode: s.dirMode(), ModTime: s.f.started, Nlink: 2}
+		if rel == "" {
+			a = s.rootAttr()
+		}
+		return a
+	}
+	a := Attr{Name: baseOf(rel), Mode: s.fileMode(), Nlink: 1}
+	if e := s.files[rel]; e != nil {
+		a.Size, a.ModTime, a.MemoryID = int64(e.size), e.updated, e.id
+	}
+	if n := s.open[rel]; n != nil {
+		n.mu.Lock()
+		if n.loaded {
+			a.Size = int64(len(n.data))
+		} else if n.id == "" {
+			a.Size = 0
+		}
+		if n.dirty || a.ModTime.IsZero() {
+			a.ModTime = n.mtime
+		}
+		if n.id != "" {
+			a.MemoryID = n.id
+		}
+		n.mu.Unlock()
+	}
+	if a.ModTime.IsZero() {
+		a.ModTime = s.f.started
+	}
+	return a
+}
+
+func (s *store) sortedPaths() []string {
+	if s.sorted == nil {
+		s.sorted = make([]string, 0, len(s.files))
+		for p := range s.files {
+			s.sorted = append(s.sorted, p)
+		}
+		sort.Strings(s.sorted)
+	}
+	return s.sorted
+}
+
+// below returns the sorted file paths strictly below directory rel.
+func (s *store) below(rel string) []string {
+	all := s.sortedPaths()
+	if rel == "" {
+		return all
+	}
+	prefix := rel + "/"
+	i := sort.SearchStrings(all, prefix)
+	j := i
+	for j < len(all) && strings.HasPrefix(all[j], prefix) {
+		j++
+	}
+	return all[i:j]
+}
+
+func (s *store) readDir(ctx context.Context, rel string) ([]Attr, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return nil, err
+	}
+	k, err := s.lookup(rel)
+	if err != nil {
+		return nil, err
+	}
+	if k != 'd' {
+		return nil, ErrNotDir
+	}
+	prefix := ""
+	if rel != "" {
+		prefix = rel + "/"
+	}
+	kids := map[string]byte{}
+	add := func(p string, isFile bool) {
+		rest, ok := strings.CutPrefix(p, prefix)
+		if !ok || rest == "" {
+			return
+		}
+		name, deeper, _ := strings.Cut(rest, "/")
+		if deeper != "" || !isFile {
+			kids[name] = 'd'
+		} else if kids[name] == 0 {
+			kids[name] = 'f'
+		}
+	}
+	for _, p := range s.below(rel) {
+		add(p, true)
+	}
+	for p := range s.vdirs {
+		add(p, false)
+	}
+	for p := range s.open {
+		add(p, true)
+	}
+	out := make([]Attr, 0, len(kids))
+	for name, kk := range kids {
+		out = append(out, s.attrOf(prefix+name, kk))
+	}
+	sortAttrs(out)
+	return out, nil
+}
+
+func sortAttrs(a []Attr) { sort.Slice(a, func(i, j int) bool { return a[i].Name < a[j].Name }) }
+
+// isEmptyDir reports whether directory rel has no entries. s.mu held.
+func (s *store) isEmptyDir(rel string) bool {
+	if s.dirCount[rel] > 0 {
+		return false
+	}
+	prefix := rel + "/"
+	for p := range s.vdirs {
+		if strings.HasPrefix(p, prefix) {
+			return false
+		}
+	}
+	for p := range s.open {
+		if strings.HasPrefix(p, prefix) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *store) mkdir(ctx context.Context, rel string) error {
+	if s.ro {
+		return ErrReadOnly
+	}
+	if err := s.validName(rel); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
+	if err := s.checkParent(rel); err != nil {
+		return err
+	}
+	if s.kind(rel) != 0 {
+		return ErrExist
+	}
+	s.vdirs[rel] = true
+	return nil
+}
+
+func (s *store) rmdir(ctx context.Context, rel string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
+	k, err := s.lookup(rel)
+	if err != nil {
+		return err
+	}
+	if k != 'd' {
+		return ErrNotDir
+	}
+	if s.ro {
+		return ErrReadOnly
+	}
+	if !s.isEmptyDir(rel) {
+		return ErrNotEmpty
+	}
+	delete(s.vdirs, rel)
+	return nil
+}
+
+func (s *store) remove(ctx context.Context, rel string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
+	k, err := s.lookup(rel)
+	if err != nil {
+		return err
+	}
+	if k == 'd' {
+		return ErrIsDir
+	}
+	if s.ro {
+		return ErrReadOnly
+	}
+	id, sha := "", ""
+	if e := s.files[rel]; e != nil {
+		id, sha = e.id, e.sha
+	}
+	n := s.open[rel]
+	if n != nil {
+		n.mu.Lock()
+		if n.id != "" {
+			id, sha = n.id, n.baseSHA
+		}
+		n.mu.Unlock()
+	}
+	if id != "" {
+		if err := s.f.svc.DeleteMemory(ctx, s.id, id, sha); err != nil {
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				// Already gone: the unlink's intent holds.
+			} else {
+				s.invalidate()
+				return storeErr(err)
+			}
+		}
+	}
+	if n != nil {
+		n.mu.Lock()
+		n.unlinked = true
+		n.dirty = false
+		n.mu.Unlock()
+		delete(s.open, rel)
+	}
+	s.dropFile(rel)
+	s.keepParents(rel)
+	return nil
+}
+
+func (s *store) truncate(ctx context.Context, rel string, size int64) error {
+	if size < 0 {
+		return ErrInvalid
+	}
+	if size > int64(s.f.limits.MaxContentBytes) {
+		return ErrTooLarge
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
+	k, err := s.lookup(rel)
+	if err != nil {
+		return err
+	}
+	if k == 'd' {
+		return ErrIsDir
+	}
+	if s.ro {
+		return ErrReadOnly
+	}
+	if n := s.open[rel]; n != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if err := n.load(ctx); err != nil {
+			return err
+		}
+		n.resize(int(size))
+		return nil
+	}
+	e := s.files[rel]
+	n := &node{s: s, path: rel, id: e.id}
+	if err := n.load(ctx); err != nil {
+		return err
+	}
+	n.resize(int(size))
+	return n.upload(ctx)
+}
+
+// rename implements FS.Rename inside one store.
+func (s *store) rename(ctx context.Context, from, to string) error {
+	if s.ro {
+		return ErrReadOnly
+	}
+	if err := s.validName(to); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
+	k, err := s.lookup(from)
+	if err != nil {
+		return err
+	}
+	if from == to {
+		return nil
+	}
+	if err := s.checkParent(to); err != nil {
+		return err
+	}
+	tk := s.kind(to)
+	if k == 'f' {
+		switch tk {
+		case 'd':
+			return ErrIsDir
+		case 'f':
+			return s.renameOver(ctx, from, to)
+		}
+		return s.moveFile(ctx, from, to)
+	}
+	if strings.HasPrefix(to, from+"/") {
+		return ErrInvalid
+	}
+	switch tk {
+	case 'f':
+		return ErrNotDir
+	case 'd':
+		if !s.isEmptyDir(to) {
+			return ErrNotEmpty
+		}
+	}
+	return s.moveDir(ctx, from, to)
+}
+
+// moveFile renames a file to a free name. s.mu held.
+func (s *store) moveFile(ctx context.Context, from, to string) error {
+	n := s.open[from]
+	id := ""
+	if e := s.files[from]; e != nil {
+		id = e.id
+	}
+	if n != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		id = n.id
+	}
+	if id != "" {
+		p := memPath(to)
+		m, err := s.f.svc.UpdateMemory(ctx, s.id, id, trove.UpdateMemoryParams{Path: &p})
+		if err != nil {
+			s.invalidate()
+			return storeErr(err)
+		}
+		s.dropFile(from)
+		s.putFile(to, m)
+	}
+	if n != nil {
+		delete(s.open, from)
+		s.open[to] = n
+		n.path = to
+	}
+	s.keepParents(from)
+	return nil
+}
+
+// keepParents keeps the now possibly empty parents of a moved-away path.
+func (s *store) keepParents(rel string) {
+	for d := parentOf(rel); d != ""; d = parentOf(d) {
+		if s.dirCount[d] == 0 {
+			s.vdirs[d] = true
+		}
+	}
+}
+
+// renameOver moves file from onto the existing file to: the target memory
+// gets the source's content as one version, then the source memory is
+// deleted. s.mu held.
+func (s *store) renameOver(ctx context.Context, from, to string) error {
+	src, dst := s.open[from], s.open[to]
+	srcID, dstID, dstSHA := "", "", ""
+	if e := s.files[from]; e != nil {
+		srcID = e.id
+	}
+	if e := s.files[to]; e != nil {
+		dstID, dstSHA = e.id, e.sha
+	}
+	if dst != nil {
+		dst.mu.Lock()
+		if dst.id != "" {
+			dstID = dst.id
+			if !dst.dirty {
+				dstSHA = dst.baseSHA
+			}
+		}
+		dst.mu.Unlock()
+	}
+	if src != nil {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		srcID = src.id
+	}
+	if dstID == "" {
+		// The target was never uploaded: it simply disappears.
+		if dst != nil {
+			s.orphan(to, dst)
+		}
+		return s.moveFileLocked(ctx, from, to, src, srcID)
+	}
+	// Read the source's content.
+	var content string
+	switch {
+	case src != nil:
+		if err := src.load(ctx); err != nil {
+			return err
+		}
+		content = string(src.data)
+	case srcID != "":
+		m, err := s.f.svc.GetMemory(ctx, s.id, srcID, trove.ViewFull)
+		if err != nil {
+			s.invalidate()
+			return storeErr(err)
+		}
+		content = *m.Content
+	}
+	if err := checkUTF8(content); err != nil {
+		return err
+	}
+	m, err := s.f.svc.UpdateMemory(ctx, s.id, dstID, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: dstSHA})
+	if err != nil {
+		s.invalidate()
+		return storeErr(err)
+	}
+	if dst != nil {
+		s.orphan(to, dst)
+	}
+	s.putFile(to, m)
+	if srcID != "" {
+		if err := s.f.svc.DeleteMemory(ctx, s.id, srcID, ""); err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
+			s.invalidate()
+			s.f.log.Warn("vfs: rename over: deleting the source failed", "store", s.id, "memory", srcID, "err", err)
+			return storeErr(err)
+		}
+	}
+	s.dropFile(from)
+	s.keepParents(from)
+	if src != nil {
+		delete(s.open, from)
+		s.open[to] = src
+		src.path, src.id, src.baseSHA, src.dirty = to, m.ID, m.SHA256, false
+	}
+	return nil
+}
+
+// moveFileLocked is moveFile with src (if any) already locked by the caller.
+func (s *store) moveFileLocked(ctx context.Context, from, to string, src *node, srcID string) error {
+	if srcID != "" {
+		p := memPath(to)
+		m, err := s.f.svc.UpdateMemory(ctx, s.id, srcID, trove.UpdateMemoryParams{Path: &p})
+		if err != nil {
+			s.invalidate()
+			return storeErr(err)
+		}
+		s.dropFile(from)
+		s.putFile(to, m)
+	}
+	if src != nil {
+		delete(s.open, from)
+		s.open[to] = src
+		src.path = to
+	}
+	s.keepParents(from)
+	return nil
+}
+
+// orphan detaches an open file replaced or removed by this mount: its
+// handles keep their buffer and upload nothing. s.mu held, n unlocked.
+func (s *store) orphan(rel string, n *node) {
+	n.mu.Lock()
+	n.unlinked, n.dirty = true, false
+	n.mu.Unlock()
+	if s.open[rel] == n {
+		delete(s.open, rel)
+	}
+}
+
+// moveDir renames every memory below from to the same place below to, and
+// moves this mount's directories and open files along. On a failure it moves
+// the memories already moved back (best effort). s.mu held.
+func (s *store) moveDir(ctx context.Context, from, to string) error {
+	paths := append([]string(nil), s.below(from)...)
+	var done []moved
+	for _, p := range paths {
+		newRel := to + strings.TrimPrefix(p, from)
+		if err := s.validName(newRel); err != nil {
+			s.rollback(ctx, done)
+			return err
+		}
+		e := s.files[p]
+		np := memPath(newRel)
+		m, err := s.f.svc.UpdateMemory(ctx, s.id, e.id, trove.UpdateMemoryParams{Path: &np})
+		if err != nil {
+			s.rollback(ctx, done)
+			s.invalidate()
+			return storeErr(err)
+		}
+		done = append(done, moved{e.id, p, newRel})
+		s.dropFile(p)
+		s.putFile(newRel, m)
+	}
+	// Directories and open files of this mount follow.
+	for d := range s.vdirs {
+		if d == from || strings.HasPrefix(d, from+"/") {
+			delete(s.vdirs, d)
+			s.vdirs[to+strings.TrimPrefix(d, from)] = true
+		}
+	}
+	s.vdirs[to] = true
+	for p, n := range s.open {
+		if strings.HasPrefix(p, from+"/") {
+			np := to + strings.TrimPrefix(p, from)
+			delete(s.open, p)
+			s.open[np] = n
+			n.mu.Lock()
+			n.path = np
+			n.mu.Unlock()
+		}
+	}
+	for d := range s.vdirs { // dropFile above re-created emptied dirs under from
+		if d == from || strings.HasPrefix(d, from+"/") {
+			delete(s.vdirs, d)
+		}
+	}
+	s.keepParents(from)
+	return nil
+}
+
+// moved is one memory moved by a directory rename.
+type moved struct{ id, oldRel, newRel string }
+
+func (s *store) rollback(ctx context.Context, done []moved) {
+	for i := len(done) - 1; i >= 0; i-- {
+		d := done[i]
+		p := memPath(d.oldRel)
+		if _, err := s.f.svc.UpdateMemory(ctx, s.id, d.id, trove.UpdateMemoryParams{Path: &p}); err != nil {
+			s.f.log.Error("vfs: rolling back a directory rename failed", "store", s.id, "memory", d.id, "path", d.newRel, "err", err)
+		}
+	}
+	s.invalidate()
+}
