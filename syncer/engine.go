@@ -1,0 +1,930 @@
+// Package syncer keeps one local directory and one memory store in sync
+// without ever losing data.
+//
+// The engine compares, per path, the last state both sides agreed on (the
+// manifest, kept with the base contents in a state directory OUTSIDE the
+// synced directory), the local directory (a scan with a stat cache) and the
+// store (a sha-only listing). A pure planner (PlanSync) turns the three into
+// actions following one decision table; an executor applies them with
+// content_sha256 preconditions and re-plans when another writer won a race.
+//
+// What it guarantees:
+//   - A change made on one side only is carried to the other.
+//   - When both sides changed a file differently, a clean line-based
+//     three-way merge is pushed when one exists; otherwise the store keeps its
+//     version and the local bytes become a conflict copy
+//     "<dir>/<stem>.conflict-<session8|local>-<yyyymmddThhmmssZ><ext>",
+//     created in the store and locally. Local bytes are never dropped.
+//   - An edit beats a delete on either side. A local delete reaches the store
+//     only after the file stayed gone for the grace period, with at most
+//     MaxDeletes per pass, and never when the whole directory was wiped.
+//   - A file moved to a new path with unchanged content becomes a path
+//     update: the memory keeps its id and history.
+//   - Files the store can never accept (too large, not UTF-8, illegal path)
+//     stay local, untouched, and are reported.
+//   - On a read-only store nothing is uploaded; local changes are moved to a
+//     quarantine directory in the state directory and the store's version is
+//     restored.
+//   - The manifest only records states that were agreed, and is replaced
+//     atomically after local writes are flushed, so a crash at any point is
+//     settled by the next pass without duplicates or loss.
+//
+// The engine talks to the store only through trove.Services, so it works
+// against a local core.Service or a remote httpapi.Client unchanged.
+package syncer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trovehq/trove"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval     = 15 * time.Second
+	DefaultDeleteGrace  = 30 * time.Second
+	DefaultDebounce     = 500 * time.Millisecond
+	DefaultStatTrust    = 2 * time.Second
+	DefaultFinalTimeout = 30 * time.Second
+	maxRounds           = 4
+	fetchConcurrency    = 8
+)
+
+// Options configure an Engine. Services, StoreID, Dir and StateDir are
+// required.
+type Options struct {
+	// Services reaches the store; the ctx passed to the engine's methods
+	// carries the principal (trove.WithPrincipal) when Services is local.
+	Services trove.Services
+	StoreID  string
+	// Dir is the synced directory; StateDir holds the manifest, base objects
+	// and quarantine. StateDir must not be inside Dir.
+	Dir      string
+	StateDir string
+	// ReadOnly: never write to the store; restore local tampering.
+	ReadOnly bool
+	// SessionID names conflict copies ("<first 8 chars>"); "" gives "local".
+	SessionID string
+	// Interval between periodic passes in Run (0: DefaultInterval).
+	Interval time.Duration
+	// Debounce after a file system event before a pass (0: DefaultDebounce).
+	Debounce time.Duration
+	// DeleteGrace: how long a local file must stay gone before the memory
+	// is deleted (0: DefaultDeleteGrace; negative: no wait).
+	DeleteGrace time.Duration
+	// MaxDeletes per pass (0: DefaultMaxDeletes of the manifest size;
+	// negative: never delete remotely).
+	MaxDeletes int
+	// StatTrust: a cached hash is reused only if taken at least this long
+	// after the file's last mtime/ctime (0: DefaultStatTrust).
+	StatTrust time.Duration
+	// FinalTimeout bounds the last pass of Run (0: DefaultFinalTimeout).
+	FinalTimeout time.Duration
+	// NoWatch disables fsnotify in Run (periodic passes only).
+	NoWatch bool
+	// Limits are the store's limits (zero: trove.DefaultLimits()).
+	Limits trove.Limits
+	// Now is the clock for grace periods and conflict names (nil: time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// OnPass, when set, is called after every pass of Run with its report.
+	OnPass func(*Report, error)
+}
+
+// Conflict is one conflict copy made by a pass.
+type Conflict struct {
+	Path     string `json:"path"`      // the path whose store version was kept
+	CopyPath string `json:"copy_path"` // where the local bytes were saved
+	InStore  bool   `json:"in_store"`  // the copy was also created in the store
+}
+
+// Report is what one Sync did.
+type Report struct {
+	Rounds    int
+	Counts    map[Kind]int
+	Merged    []string
+	Conflicts []Conflict
+	// Refused lists local files the store can never accept (kept locally).
+	Refused []Problem
+	// Skipped lists local entries not synced (symlinks, special files).
+	Skipped []Problem
+	// Quarantined lists local bytes moved out of a read-only store's
+	// directory, with where they were saved.
+	Quarantined []Problem
+	// Errors lists per-path failures left for the next pass.
+	Errors         []Problem
+	PendingDeletes []string
+	Wiped          bool
+	// Hashed counts files read by the scans; Listed counts remote memories.
+	Hashed int
+	Listed int
+}
+
+func (r *Report) count(k Kind) { r.Counts[k]++ }
+
+// Engine syncs one directory with one store. Its methods are safe for
+// concurrent use; passes are serialised.
+type Engine struct {
+	o    Options
+	mu   sync.Mutex // one pass at a time
+	root *os.Root
+	man  *Manifest
+	objs objects
+	log  *slog.Logger
+
+	// per-round state
+	scan   *Scan
+	remote map[string]RemoteFile
+	taken  map[string]bool
+	rep    *Report
+	pre    map[string]*trove.Memory // contents prefetched for downloads
+	wrote  bool                     // local files written since the last flush
+	dirty  bool
+}
+
+// New opens (or starts) the manifest in StateDir for Dir and StoreID. It
+// creates Dir and StateDir if needed. Returns EINVALID for missing options,
+// a StateDir inside Dir, or a StateDir that belongs to another store or
+// directory.
+func New(o Options) (*Engine, error) {
+	if o.Services == nil || o.StoreID == "" || o.Dir == "" || o.StateDir == "" {
+		return nil, trove.Errorf(trove.EINVALID, "syncer: Services, StoreID, Dir and StateDir are required")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, trove.Errorf(trove.EINVALID, "syncer: bad directory %q", o.Dir)
+	}
+	state, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return nil, trove.Errorf(trove.EINVALID, "syncer: bad state directory %q", o.StateDir)
+	}
+	if state == dir || strings.HasPrefix(state, dir+string(filepath.Separator)) {
+		return nil, trove.Errorf(trove.EINVALID, "syncer: the state directory %s must be outside the synced directory %s", state, dir)
+	}
+	o.Dir, o.StateDir = dir, state
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Debounce == 0 {
+		o.Debounce = DefaultDebounce
+	}
+	if o.DeleteGrace == 0 {
+		o.DeleteGrace = DefaultDeleteGrace
+	}
+	if o.StatTrust == 0 {
+		o.StatTrust = DefaultStatTrust
+	}
+	if o.FinalTimeout == 0 {
+		o.FinalTimeout = DefaultFinalTimeout
+	}
+	if o.Limits.MaxContentBytes == 0 {
+		o.Limits = trove.DefaultLimits()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []string{dir, state, filepath.Join(state, "objects")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("syncer: cannot create %s", d), Err: err}
+		}
+	}
+	man, err := loadManifest(state, o.StoreID, dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("syncer: cannot open %s", dir), Err: err}
+	}
+	return &Engine{o: o, root: root, man: man, objs: objects{filepath.Join(state, "objects")}, log: o.Logger.With("store", o.StoreID, "dir", dir)}, nil
+}
+
+// Close releases the directory handle. It does not run a final pass (Run
+// does).
+func (e *Engine) Close() error { return e.root.Close() }
+
+// Dir returns the synced directory.
+func (e *Engine) Dir() string { return e.o.Dir }
+
+// Sync runs one pass: scan, list, plan, apply; it re-plans (up to a few
+// rounds) when a precondition race or a concurrent local change was met.
+// Per-path failures are in the report; the error is non-nil only when the
+// pass could not run (directory gone, store unreachable, manifest unwritable).
+func (e *Engine) Sync(ctx context.Context) (*Report, error) { return e.sync(ctx, false) }
+
+// Flush is Sync for the last pass before stopping: the delete grace period
+// is waived (after a live re-check that each file is still gone).
+func (e *Engine) Flush(ctx context.Context) (*Report, error) { return e.sync(ctx, true) }
+
+func (e *Engine) sync(ctx context.Context, final bool) (*Report, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rep := &Report{Counts: map[Kind]int{}}
+	e.rep = rep
+	defer func() { e.rep = nil; e.scan = nil; e.remote = nil; e.taken = nil }()
+	if _, err := os.Stat(e.o.Dir); err != nil {
+		return rep, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("synced directory %s is missing; nothing was synced", e.o.Dir), Err: err}
+	}
+	for round := 0; round < maxRounds; round++ {
+		rep.Rounds++
+		raced, err := e.round(ctx, final)
+		if serr := e.persist(); serr != nil && err == nil {
+			err = serr
+		}
+		if err != nil {
+			return rep, err
+		}
+		if !raced {
+			break
+		}
+	}
+	e.collectProblems()
+	return rep, nil
+}
+
+// errRace marks an action that lost a race (precondition, concurrent local
+// change); the path is re-planned in the next round.
+var errRace = errors.New("state changed during the pass")
+
+func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
+	sc := &scanner{root: e.root, limits: e.o.Limits, trust: e.o.StatTrust, cache: e.man.Entries}
+	scan, err := sc.scan()
+	if err != nil {
+		return false, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("cannot scan %s", e.o.Dir), Err: err}
+	}
+	e.rep.Hashed += scan.Hashed
+	e.rep.Skipped = scan.Skipped
+	remote, err := e.listRemote(ctx)
+	if err != nil {
+		return false, err
+	}
+	e.rep.Listed = len(remote)
+	e.scan, e.remote = scan, remote
+	e.taken = map[string]bool{}
+	for p := range scan.Files {
+		e.taken[p] = true
+	}
+	for p := range remote {
+		e.taken[p] = true
+	}
+	// Stat cache.
+	for p, f := range scan.Files {
+		if !f.Fresh {
+			continue
+		}
+		en := e.entry(p)
+		en.Stat, en.LocalSHA, en.HashedAt = f.Stat, f.SHA, f.HashedAt
+		e.dirty = true
+	}
+	maxDel := e.o.MaxDeletes
+	if maxDel == 0 {
+		maxDel = DefaultMaxDeletes(len(e.man.Entries))
+	}
+	grace := max(e.o.DeleteGrace, 0)
+	plan := PlanSync(PlanInput{
+		Entries: e.man.Entries, Local: scan.Files, Remote: remote, Now: e.o.Now(),
+		ReadOnly: e.o.ReadOnly, DeleteGrace: grace, MaxDeletes: maxDel, Final: final,
+	})
+	e.rep.PendingDeletes = plan.PendingDeletes
+	e.rep.Wiped = plan.Wiped
+	if plan.Wiped {
+		e.log.Warn("the synced directory is empty while the store is not: restoring it instead of deleting every memory")
+	}
+	e.prefetch(ctx, plan.Actions)
+	raced := false
+	for _, a := range plan.Actions {
+		if err := ctx.Err(); err != nil {
+			return raced, err
+		}
+		err := e.apply(ctx, a)
+		switch {
+		case err == nil:
+			e.rep.count(a.Kind)
+			e.log.Debug("sync action", "kind", a.Kind, "path", a.Path, "to", a.To)
+		case errors.Is(err, errRace):
+			raced = true
+			e.log.Info("sync race, re-planning", "kind", a.Kind, "path", a.Path)
+		default:
+			e.rep.Errors = append(e.rep.Errors, Problem{Path: a.Path, Reason: fmt.Sprintf("%s: %s", a.Kind, errText(err))})
+			e.log.Warn("sync action failed", "kind", a.Kind, "path", a.Path, "err", err)
+			if trove.ErrorCode(err) == trove.EUNAVAILABLE || ctx.Err() != nil {
+				return raced, err
+			}
+		}
+	}
+	e.pre = nil
+	return raced, nil
+}
+
+func errText(err error) string {
+	var te *trove.Error
+	if errors.As(err, &te) {
+		return te.Message
+	}
+	return err.Error()
+}
+
+// persist flushes local writes to disk, then saves the manifest, so the
+// manifest never names a local state that a power loss could undo.
+func (e *Engine) persist() error {
+	if e.wrote {
+		if err := syncFS(e.o.Dir); err != nil {
+			return &trove.Error{Code: trove.EINTERNAL, Message: "cannot flush the synced directory", Err: err}
+		}
+		e.wrote = false
+	}
+	if !e.dirty {
+		return nil
+	}
+	if err := e.man.save(e.o.StateDir); err != nil {
+		return err
+	}
+	e.dirty = false
+	keep := map[string]bool{}
+	for _, en := range e.man.Entries {
+		if en.BaseSHA != "" {
+			keep[en.BaseSHA] = true
+		}
+	}
+	e.objs.gc(keep)
+	return nil
+}
+
+// collectProblems lists refused files that are still present unchanged.
+func (e *Engine) collectProblems() {
+	var out []Problem
+	for p, en := range e.man.Entries {
+		if en.RefusedSHA != "" && en.LocalSHA == en.RefusedSHA {
+			out = append(out, Problem{Path: p, Reason: en.RefusedReason})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	e.rep.Refused = out
+}
+
+func (e *Engine) entry(p string) *Entry {
+	en := e.man.Entries[p]
+	if en == nil {
+		en = &Entry{}
+		e.man.Entries[p] = en
+	}
+	return en
+}
+
+// listRemote lists every memory of the store, sha only.
+func (e *Engine) listRemote(ctx context.Context) (map[string]RemoteFile, error) {
+	out := map[string]RemoteFile{}
+	cursor := ""
+	for {
+		pg, err := e.o.Services.ListMemories(ctx, e.o.StoreID, trove.ListMemoriesParams{Limit: e.o.Limits.MaxPageSize, Cursor: cursor, View: trove.ViewBasic})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range pg.Data {
+			if it.Memory != nil {
+				out[it.Memory.Path] = RemoteFile{ID: it.Memory.ID, SHA: it.Memory.SHA256, Size: it.Memory.SizeBytes}
+			}
+		}
+		if pg.NextPage == "" {
+			return out, nil
+		}
+		cursor = pg.NextPage
+	}
+}
+
+// prefetch fetches the contents the round's downloads need: with a full
+// listing when there are many, else one GetMemory each, a few at a time.
+func (e *Engine) prefetch(ctx context.Context, acts []Action) {
+	need := map[string]bool{}
+	for _, a := range acts {
+		if (a.Kind == KindDownload || a.Kind == KindRestore) && a.MemoryID != "" && a.RemoteSHA != "" {
+			need[a.MemoryID] = true
+		}
+	}
+	got := map[string]*trove.Memory{}
+	defer func() { e.pre = got }()
+	if len(need) == 0 {
+		return
+	}
+	if len(need) > 64 && len(need)*4 > len(e.remote) {
+		cursor := ""
+		for {
+			pg, err := e.o.Services.ListMemories(ctx, e.o.StoreID, trove.ListMemoriesParams{Limit: e.o.Limits.MaxFullPageSize, Cursor: cursor, View: trove.ViewFull})
+			if err != nil {
+				return // the downloads fetch one by one
+			}
+			for i := range pg.Data {
+				if m := pg.Data[i].Memory; m != nil && need[m.ID] {
+					got[m.ID] = m
+				}
+			}
+			if pg.NextPage == "" {
+				return
+			}
+			cursor = pg.NextPage
+		}
+	}
+	ids := make(chan string)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range fetchConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range ids {
+				m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
+				if err == nil {
+					mu.Lock()
+					got[id] = m
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for id := range need {
+		ids <- id
+	}
+	close(ids)
+	wg.Wait()
+}
+
+// fetch returns the memory's current content (prefetched or fetched now).
+func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
+	if m := e.pre[id]; m != nil && m.Content != nil {
+		delete(e.pre, id)
+		return m, nil
+	}
+	m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
+	if err != nil {
+		return nil, err
+	}
+	if m.Content == nil {
+		return nil, trove.Errorf(trove.EINTERNAL, "store returned no content for %s", id)
+	}
+	return m, nil
+}
+
+func rel(p string) string { return strings.TrimPrefix(p, "/") }
+
+// readExpect reads the local file at p and checks it still hashes to sha;
+// errRace otherwise.
+func (e *Engine) readExpect(p, sha string) ([]byte, error) {
+	b, _, err := readLocal(e.root, rel(p))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errRace
+		}
+		return nil, err
+	}
+	if hashBytes(b) != sha {
+		return nil, errRace
+	}
+	return b, nil
+}
+
+// writeLocal atomically replaces the file at p with b, provided the file
+// still holds expectSHA ("" : provided it is still absent). It returns the
+// new file's stat key, or errRace when the local file changed.
+func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, error) {
+	r := rel(p)
+	dir := path.Dir(r)
+	if dir != "." {
+		if err := e.root.MkdirAll(dir, 0o755); err != nil {
+			return StatKey{}, fmt.Errorf("cannot create directory %s: %w", dir, err)
+		}
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
+	f, err := e.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return StatKey{}, err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		e.root.Remove(tmp)
+		return StatKey{}, err
+	}
+	if err := f.Close(); err != nil {
+		e.root.Remove(tmp)
+		return StatKey{}, err
+	}
+	// Re-check the target just before replacing it: never overwrite bytes
+	// the planner did not see.
+	if expectSHA == "" {
+		if _, err := e.root.Lstat(r); !errors.Is(err, fs.ErrNotExist) {
+			e.root.Remove(tmp)
+			return StatKey{}, errRace
+		}
+	} else if _, err := e.readExpect(p, expectSHA); err != nil {
+		e.root.Remove(tmp)
+		return StatKey{}, err
+	}
+	if err := e.root.Rename(tmp, r); err != nil {
+		e.root.Remove(tmp)
+		return StatKey{}, err
+	}
+	e.wrote = true
+	fi, err := e.root.Lstat(r)
+	if err != nil {
+		return StatKey{}, err
+	}
+	return statKey(fi), nil
+}
+
+// agree records that p holds sha on both sides, bound to memory id.
+// key is the local file's stat when it held sha, hashed at hashedAt (unix ns;
+// 0 means now); nil leaves the stat cache alone.
+func (e *Engine) agree(p, id, sha string, content []byte, key *StatKey, hashedAt ...int64) {
+	en := e.entry(p)
+	en.MemoryID, en.BaseSHA = id, sha
+	en.AbsentSince = time.Time{}
+	en.RefusedSHA, en.RefusedReason = "", ""
+	if key != nil {
+		en.Stat, en.LocalSHA, en.HashedAt = *key, sha, time.Now().UnixNano()
+		if len(hashedAt) > 0 && hashedAt[0] != 0 {
+			en.HashedAt = hashedAt[0]
+		}
+	}
+	if content != nil {
+		if err := e.objs.put(sha, content); err != nil {
+			e.log.Warn("cannot keep the base object", "path", p, "err", err)
+		}
+	}
+	e.dirty = true
+}
+
+func isRace(err error) bool {
+	switch trove.ErrorCode(err) {
+	case trove.EPRECONDITION, trove.ENOTFOUND:
+		return true
+	}
+	return false
+}
+
+func (e *Engine) apply(ctx context.Context, a Action) error {
+	switch a.Kind {
+	case KindMarkAbsent:
+		en := e.entry(a.Path)
+		en.AbsentSince = a.Since
+		e.dirty = true
+		return nil
+	case KindForget:
+		delete(e.man.Entries, a.Path)
+		e.dirty = true
+		return nil
+	case KindRefuse:
+		en := e.entry(a.Path)
+		en.RefusedSHA, en.RefusedReason = a.LocalSHA, a.Reason
+		e.dirty = true
+		e.log.Warn("file not synced: the store cannot accept it; it stays local", "path", a.Path, "reason", a.Reason)
+		return nil
+	case KindAdopt:
+		b, err := e.readExpect(a.Path, a.LocalSHA)
+		if err != nil {
+			return err
+		}
+		f := e.scan.Files[a.Path]
+		e.agree(a.Path, a.MemoryID, a.LocalSHA, b, &f.Stat, f.HashedAt)
+		return nil
+	case KindDownload:
+		m, err := e.fetch(ctx, a.MemoryID)
+		if isRace(err) {
+			return errRace
+		}
+		if err != nil {
+			return err
+		}
+		content := []byte(*m.Content)
+		key, err := e.writeLocal(a.Path, content, a.LocalSHA)
+		if err != nil {
+			return err
+		}
+		e.agree(a.Path, m.ID, m.SHA256, content, &key)
+		return nil
+	case KindUpload:
+		b, err := e.readExpect(a.Path, a.LocalSHA)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		m, err := e.o.Services.UpdateMemory(ctx, e.o.StoreID, a.MemoryID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: a.RemoteSHA})
+		if isRace(err) {
+			return errRace
+		}
+		if err != nil {
+			return err
+		}
+		f := e.scan.Files[a.Path]
+		e.agree(a.Path, m.ID, m.SHA256, b, &f.Stat, f.HashedAt)
+		return nil
+	case KindCreate:
+		b, err := e.readExpect(a.Path, a.LocalSHA)
+		if err != nil {
+			return err
+		}
+		m, err := e.o.Services.CreateMemory(ctx, e.o.StoreID, trove.CreateMemoryParams{Path: a.Path, Content: string(b)})
+		if err != nil {
+			var te *trove.Error
+			if errors.As(err, &te) && te.Code == trove.EPATHCONFLICT && (te.ConflictingPath == "" || te.ConflictingPath == a.Path) {
+				return errRace // created concurrently: re-plan as both-created
+			}
+			return err
+		}
+		f := e.scan.Files[a.Path]
+		e.agree(a.Path, m.ID, m.SHA256, b, &f.Stat, f.HashedAt)
+		return nil
+	case KindDeleteLocal:
+		if _, err := e.readExpect(a.Path, a.LocalSHA); err != nil {
+			return err
+		}
+		if err := e.root.Remove(rel(a.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		e.wrote = true
+		e.removeEmptyParents(a.Path)
+		delete(e.man.Entries, a.Path)
+		e.dirty = true
+		return nil
+	case KindDeleteRemote:
+		if _, err := e.root.Lstat(rel(a.Path)); !errors.Is(err, fs.ErrNotExist) {
+			return errRace // came back
+		}
+		err := e.o.Services.DeleteMemory(ctx, e.o.StoreID, a.MemoryID, a.BaseSHA)
+		switch trove.ErrorCode(err) {
+		case "", trove.ENOTFOUND:
+		case trove.EPRECONDITION:
+			return errRace // changed remotely: the next round restores it
+		default:
+			return err
+		}
+		delete(e.man.Entries, a.Path)
+		e.dirty = true
+		return nil
+	case KindRename:
+		if _, err := e.root.Lstat(rel(a.Path)); !errors.Is(err, fs.ErrNotExist) {
+			return errRace
+		}
+		b, err := e.readExpect(a.To, a.LocalSHA)
+		if err != nil {
+			return err
+		}
+		to := a.To
+		m, err := e.o.Services.UpdateMemory(ctx, e.o.StoreID, a.MemoryID, trove.UpdateMemoryParams{Path: &to, PreconditionSHA256: a.BaseSHA})
+		if isRace(err) || trove.ErrorCode(err) == trove.EPATHCONFLICT {
+			return errRace
+		}
+		if err != nil {
+			return err
+		}
+		delete(e.man.Entries, a.Path)
+		f := e.scan.Files[a.To]
+		e.agree(a.To, m.ID, m.SHA256, b, &f.Stat, f.HashedAt)
+		return nil
+	case KindMerge:
+		return e.merge(ctx, a)
+	case KindConflict:
+		b, err := e.readExpect(a.Path, a.LocalSHA)
+		if err != nil {
+			return err
+		}
+		m, err := e.fetch(ctx, a.MemoryID)
+		if isRace(err) {
+			return errRace
+		}
+		if err != nil {
+			return err
+		}
+		return e.conflict(ctx, a, b, m)
+	case KindRestore:
+		return e.restore(ctx, a)
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func (e *Engine) removeEmptyParents(p string) {
+	for d := path.Dir(rel(p)); d != "." && d != "/"; d = path.Dir(d) {
+		if e.root.Remove(d) != nil { // fails unless empty
+			return
+		}
+	}
+}
+
+// merge handles a change on both sides.
+func (e *Engine) merge(ctx context.Context, a Action) error {
+	local, err := e.readExpect(a.Path, a.LocalSHA)
+	if err != nil {
+		return err
+	}
+	m, err := e.fetch(ctx, a.MemoryID)
+	if isRace(err) {
+		return errRace
+	}
+	if err != nil {
+		return err
+	}
+	remote := []byte(*m.Content)
+	if base, ok := e.objs.get(a.BaseSHA); ok {
+		if merged, clean := Merge3(base, local, remote); clean && contentProblem(merged, e.o.Limits) == "" {
+			s := string(merged)
+			nm, err := e.o.Services.UpdateMemory(ctx, e.o.StoreID, m.ID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: m.SHA256})
+			if isRace(err) {
+				return errRace
+			}
+			if err != nil {
+				return err
+			}
+			key, err := e.writeLocal(a.Path, merged, a.LocalSHA)
+			if err != nil {
+				// The store has the merge; the local file moved on. The next
+				// round merges again against the new remote.
+				return err
+			}
+			e.agree(a.Path, nm.ID, nm.SHA256, merged, &key)
+			e.rep.Merged = append(e.rep.Merged, a.Path)
+			e.log.Info("merged concurrent changes", "path", a.Path)
+			return nil
+		}
+	}
+	return e.conflict(ctx, a, local, m)
+}
+
+// conflict keeps the store's version m at a.Path and saves the local bytes
+// as a conflict copy, locally first (so they survive a crash) and then in
+// the store.
+func (e *Engine) conflict(ctx context.Context, a Action, local []byte, m *trove.Memory) error {
+	copyPath, localHas, remoteHas := e.existingCopy(a.Path, a.LocalSHA)
+	if copyPath == "" {
+		copyPath = conflictName(a.Path, e.tag(), e.o.Now(), func(p string) bool { return e.taken[p] })
+	}
+	e.taken[copyPath] = true
+	c := Conflict{Path: a.Path, CopyPath: copyPath}
+	var key StatKey
+	if !localHas {
+		k, err := e.writeLocal(copyPath, local, "")
+		if err != nil {
+			return fmt.Errorf("cannot save the conflict copy %s: %w", copyPath, err)
+		}
+		key = k
+	}
+	ce := e.entry(copyPath)
+	if !localHas {
+		ce.Stat, ce.LocalSHA, ce.HashedAt = key, a.LocalSHA, time.Now().UnixNano()
+	}
+	e.dirty = true
+	if remoteHas {
+		c.InStore = true
+		r := e.remote[copyPath]
+		e.agree(copyPath, r.ID, r.SHA, local, nil)
+	} else if prob := contentProblem(local, e.o.Limits); prob != "" {
+		ce.RefusedSHA, ce.RefusedReason = a.LocalSHA, prob
+	} else {
+		cm, err := e.o.Services.CreateMemory(ctx, e.o.StoreID, trove.CreateMemoryParams{Path: copyPath, Content: string(local)})
+		if err == nil {
+			c.InStore = true
+			e.agree(copyPath, cm.ID, cm.SHA256, local, nil)
+		} else {
+			// Kept locally; the next pass retries it as a new local file.
+			e.rep.Errors = append(e.rep.Errors, Problem{Path: copyPath, Reason: "conflict copy kept locally only: " + errText(err)})
+		}
+	}
+	remote := []byte(*m.Content)
+	k, err := e.writeLocal(a.Path, remote, a.LocalSHA)
+	if err != nil {
+		return err
+	}
+	e.agree(a.Path, m.ID, m.SHA256, remote, &k)
+	e.rep.Conflicts = append(e.rep.Conflicts, c)
+	e.log.Warn("sync conflict: the store's version was kept; the local version was saved as a conflict copy", "path", a.Path, "copy", copyPath, "copy_in_store", c.InStore)
+	return nil
+}
+
+// existingCopy finds a conflict copy of p already holding sha (from an
+// interrupted earlier pass), locally or in the store.
+func (e *Engine) existingCopy(p, sha string) (string, bool, bool) {
+	var cands []string
+	for q, f := range e.scan.Files {
+		if f.SHA == sha && isConflictCopyOf(p, q) {
+			cands = append(cands, q)
+		}
+	}
+	for q, r := range e.remote {
+		if r.SHA == sha && isConflictCopyOf(p, q) {
+			cands = append(cands, q)
+		}
+	}
+	if len(cands) == 0 {
+		return "", false, false
+	}
+	sort.Strings(cands)
+	q := cands[0]
+	lf, lok := e.scan.Files[q]
+	rf, rok := e.remote[q]
+	return q, lok && lf.SHA == sha, rok && rf.SHA == sha
+}
+
+func (e *Engine) tag() string {
+	id := strings.TrimPrefix(e.o.SessionID, trove.PrefixSession)
+	if id == "" {
+		return "local"
+	}
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return id
+}
+
+// conflictName returns "<dir>/<stem>.conflict-<tag>-<yyyymmddThhmmssZ><ext>",
+// with "-2", "-3"… before the extension while the name is taken.
+func conflictName(p, tag string, now time.Time, taken func(string) bool) string {
+	dir, base := path.Split(p)
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if stem == "" {
+		stem, ext = base, ""
+	}
+	head := dir + stem + ".conflict-" + tag + "-" + now.UTC().Format("20060102T150405Z")
+	name := head + ext
+	for i := 2; taken(name); i++ {
+		name = head + "-" + strconv.Itoa(i) + ext
+	}
+	return name
+}
+
+// isConflictCopyOf reports whether q is named as a conflict copy of p.
+func isConflictCopyOf(p, q string) bool {
+	dir, base := path.Split(p)
+	qdir, qbase := path.Split(q)
+	if dir != qdir {
+		return false
+	}
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if stem == "" {
+		stem, ext = base, ""
+	}
+	return strings.HasPrefix(qbase, stem+".conflict-") && strings.HasSuffix(qbase, ext)
+}
+
+// restore (read-only stores) moves the local bytes to quarantine and puts the
+// store's version back.
+func (e *Engine) restore(ctx context.Context, a Action) error {
+	local, err := e.readExpect(a.Path, a.LocalSHA)
+	if err != nil {
+		return err
+	}
+	qdir := filepath.Join(e.o.StateDir, "quarantine", e.o.Now().UTC().Format("20060102T150405Z"))
+	qpath := filepath.Join(qdir, filepath.FromSlash(rel(a.Path)))
+	if err := os.MkdirAll(filepath.Dir(qpath), 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Dir(qpath), filepath.Base(qpath), local, true); err != nil {
+		return fmt.Errorf("cannot quarantine %s: %w", a.Path, err)
+	}
+	e.rep.Quarantined = append(e.rep.Quarantined, Problem{Path: a.Path, Reason: a.Reason + " (local bytes saved at " + qpath + ")"})
+	e.log.Warn("read-only store: local change moved to quarantine", "path", a.Path, "quarantine", qpath)
+	if a.RemoteSHA == "" {
+		if _, err := e.readExpect(a.Path, a.LocalSHA); err != nil {
+			return err
+		}
+		if err := e.root.Remove(rel(a.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		e.wrote = true
+		e.removeEmptyParents(a.Path)
+		delete(e.man.Entries, a.Path)
+		e.dirty = true
+		return nil
+	}
+	m, err := e.fetch(ctx, a.MemoryID)
+	if isRace(err) {
+		return errRace
+	}
+	if err != nil {
+		return err
+	}
+	content := []byte(*m.Content)
+	key, err := e.writeLocal(a.Path, content, a.LocalSHA)
+	if err != nil {
+		return err
+	}
+	e.agree(a.Path, m.ID, m.SHA256, content, &key)
+	return nil
+}

@@ -1,0 +1,191 @@
+package syncer
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trovehq/trove"
+)
+
+// The engine's own temp files, skipped by the scanner.
+const (
+	tempPrefix = ".trove-sync-"
+	tempSuffix = ".tmp"
+)
+
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)
+}
+
+// LocalFile is one regular file found by a scan.
+type LocalFile struct {
+	SHA  string
+	Size int64
+	Stat StatKey
+	// HashedAt is when SHA was computed (unix ns, wall clock).
+	HashedAt int64
+	// Problem is why the store can never accept this file ("" when it can):
+	// too large, not UTF-8, or an illegal path.
+	Problem string
+	// Fresh is true when the file was read during this scan (not from the
+	// stat cache).
+	Fresh bool
+}
+
+// Scan is a local directory's state.
+type Scan struct {
+	Files map[string]LocalFile // key: store path
+	// Skipped lists entries not synced (symlinks, special files, names the
+	// engine cannot map), with the reason.
+	Skipped []Problem
+	// Hashed counts files read during the scan.
+	Hashed int
+}
+
+// Problem is a path the engine will not sync and why.
+type Problem struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// scanner walks a directory and hashes its regular files, reusing a cached
+// hash when the file's (inode, size, mtime, ctime) are unchanged and the hash
+// was taken at least trust after the later of mtime and ctime (so a write in
+// the same timestamp tick as the hashing is never missed).
+type scanner struct {
+	root   *os.Root
+	limits trove.Limits
+	trust  time.Duration
+	cache  map[string]*Entry
+}
+
+func (s *scanner) scan() (*Scan, error) {
+	out := &Scan{Files: map[string]LocalFile{}}
+	err := fs.WalkDir(s.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if rel == "." {
+				return err
+			}
+			out.Skipped = append(out.Skipped, Problem{Path: "/" + rel, Reason: "cannot read: " + err.Error()})
+			return nil
+		}
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if isTempName(d.Name()) {
+			return nil
+		}
+		p := "/" + rel
+		if !d.Type().IsRegular() {
+			what := "special file"
+			if d.Type()&fs.ModeSymlink != 0 {
+				what = "symbolic link"
+			}
+			out.Skipped = append(out.Skipped, Problem{Path: p, Reason: what + " is not synced"})
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // vanished during the walk: absent
+		}
+		key := statKey(info)
+		if e := s.cache[p]; e != nil && e.LocalSHA != "" && e.Stat == key && s.trusted(key, e.HashedAt) {
+			f := LocalFile{SHA: e.LocalSHA, Size: key.Size, Stat: key, HashedAt: e.HashedAt}
+			f.Problem = s.pathProblem(p)
+			if f.Problem == "" && e.RefusedSHA == f.SHA {
+				f.Problem = e.RefusedReason
+			}
+			out.Files[p] = f
+			return nil
+		}
+		f, ok := s.hash(rel)
+		if !ok {
+			return nil
+		}
+		out.Hashed++
+		if pp := s.pathProblem(p); pp != "" {
+			f.Problem = pp
+		}
+		out.Files[p] = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out.Skipped, func(i, j int) bool { return out.Skipped[i].Path < out.Skipped[j].Path })
+	return out, nil
+}
+
+// trusted reports whether a hash taken at hashedAt may stand for key.
+func (s *scanner) trusted(key StatKey, hashedAt int64) bool {
+	last := max(key.MtimeNs, key.CtimeNs)
+	return hashedAt-last >= int64(s.trust)
+}
+
+// hash reads rel and describes it; false if it vanished or is unreadable.
+func (s *scanner) hash(rel string) (LocalFile, bool) {
+	b, key, err := readLocal(s.root, rel)
+	if err != nil {
+		return LocalFile{}, false
+	}
+	f := LocalFile{SHA: hashBytes(b), Size: int64(len(b)), Stat: key, HashedAt: time.Now().UnixNano(), Fresh: true}
+	f.Problem = contentProblem(b, s.limits)
+	return f, true
+}
+
+// readLocal reads a regular file below root without following a symlink at
+// the leaf, and returns its bytes with the stat key of the opened file.
+func readLocal(root *os.Root, rel string) ([]byte, StatKey, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, StatKey{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, StatKey{}, fmt.Errorf("%s is not a regular file", rel)
+	}
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, StatKey{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, StatKey{}, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, StatKey{}, fmt.Errorf("%s is not a regular file", rel)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, StatKey{}, err
+	}
+	return b, statKey(info), nil
+}
+
+// contentProblem says why the store would refuse b, or "".
+func contentProblem(b []byte, l trove.Limits) string {
+	if len(b) > l.MaxContentBytes {
+		return fmt.Sprintf("file is %d bytes; the store accepts at most %d bytes", len(b), l.MaxContentBytes)
+	}
+	if !utf8.Valid(b) {
+		return "file is not valid UTF-8 text (binary files are not synced)"
+	}
+	return ""
+}
+
+// pathProblem says why the store would refuse path p, or "".
+func (s *scanner) pathProblem(p string) string {
+	if err := trove.ValidatePath(p, s.limits.MaxPathBytes, s.limits.MaxPathSegments); err != nil {
+		return "illegal store path: " + trove.ErrorMessage(err)
+	}
+	return ""
+}

@@ -1,0 +1,31 @@
+//go:build linux
+
+package syncer
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+	"io/fs"
+	"syscall"
+)
+
+func statKey(fi fs.FileInfo) StatKey {
+	k := StatKey{Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		k.Ino = uint64(st.Ino)
+		k.CtimeNs = int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec)
+	}
+	return k
+}
+
+// syncFS flushes the file system holding dir (one syncfs call instead of an
+// fsync per written file).
+func syncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
+}
