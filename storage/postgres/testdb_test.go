@@ -202,15 +202,14 @@ func (p *proxy) drop(c net.Conn) {
 	c.Close()
 }
 
-// setMode switches the proxy; leaving proxyUp cuts every open connection.
+// setMode switches the proxy and cuts every open connection (forwarded
+// ones when going down, held ones when coming back up).
 func (p *proxy) setMode(m proxyMode) {
 	p.mu.Lock()
 	p.mode = m
 	var cut []net.Conn
-	if m != proxyUp {
-		for c := range p.conns {
-			cut = append(cut, c)
-		}
+	for c := range p.conns {
+		cut = append(cut, c)
 	}
 	p.mu.Unlock()
 	for _, c := range cut {
