@@ -1,0 +1,361 @@
+// Package httpapi serves Trove's services over the memory stores API, wire
+// compatible with the official Anthropic SDKs (change the base URL and the
+// memory stores guide works), plus Trove's own session API under /trove/v1.
+// It also offers Client, which implements the same service interfaces over
+// HTTP, so adapters work unchanged against a remote server.
+//
+// The server depends only on the root package's interfaces; wiring to a
+// database happens in cmd.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/trovehq/trove"
+)
+
+// Beta flags accepted on memory store calls. Exactly one must be sent.
+const (
+	BetaAgentMemory   = "agent-memory-2026-07-22"
+	BetaManagedAgents = "managed-agents-2026-04-01"
+)
+
+// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0:
+// room for a maximal memory even with every byte JSON-escaped.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config configures a Server.
+type Config struct {
+	Services trove.Services
+	Sessions trove.SessionService // nil disables /trove/v1/sessions (404)
+	Auth     trove.Authenticator
+	Limits   trove.Limits // zero value means trove.DefaultLimits()
+	Logger   *slog.Logger // nil discards logs
+	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Metrics receives the request metrics and is served at /metrics. nil
+	// means a fresh registry of the server's own.
+	Metrics *prometheus.Registry
+	// Health reports whether the database answers; /healthz is 200 when it
+	// returns nil and 503 otherwise. nil means always healthy.
+	Health func(context.Context) error
+}
+
+// Server is the HTTP handler. Create it with NewServer.
+type Server struct {
+	svc     trove.Services
+	sess    trove.SessionService
+	auth    trove.Authenticator
+	limits  trove.Limits
+	log     *slog.Logger
+	maxBody int64
+	health  func(context.Context) error
+	mux     *http.ServeMux
+	metrics *metrics
+	reg     *prometheus.Registry
+}
+
+// routeKind says what a route requires before its handler runs.
+type routeKind int
+
+const (
+	kindPublic routeKind = iota // no credential
+	kindTrove                   // a credential
+	kindMemory                  // a credential and a memory beta flag
+)
+
+// handlerFunc is an endpoint: it writes a success itself and returns the
+// error to send otherwise.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+type route struct {
+	path    string
+	kind    routeKind
+	methods map[string]handlerFunc
+	names   map[string]string // method → metric route label
+	allow   string
+}
+
+// NewServer returns the API handler over cfg's services.
+func NewServer(cfg Config) *Server {
+	s := &Server{
+		svc:     cfg.Services,
+		sess:    cfg.Sessions,
+		auth:    cfg.Auth,
+		limits:  cfg.Limits,
+		log:     cfg.Logger,
+		maxBody: cfg.MaxBodyBytes,
+		health:  cfg.Health,
+		mux:     http.NewServeMux(),
+		reg:     cfg.Metrics,
+	}
+	if s.limits == (trove.Limits{}) {
+		s.limits = trove.DefaultLimits()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(s.reg)
+
+	routes := map[string]*route{}
+	add := func(method, path string, kind routeKind, h handlerFunc) {
+		rt := routes[path]
+		if rt == nil {
+			rt = &route{path: path, kind: kind, methods: map[string]handlerFunc{}, names: map[string]string{}}
+			routes[path] = rt
+		}
+		rt.methods[method] = h
+		rt.names[method] = method + " " + path
+	}
+	const store = "/v1/memory_stores/{memory_store_id}"
+	add("POST", "/v1/memory_stores", kindMemory, s.createStore)
+	add("GET", "/v1/memory_stores", kindMemory, s.listStores)
+	add("GET", store, kindMemory, s.getStore)
+	add("POST", store, kindMemory, s.updateStore)
+	add("DELETE", store, kindMemory, s.deleteStore)
+	add("POST", store+"/archive", kindMemory, s.archiveStore)
+	add("POST", store+"/memories", kindMemory, s.createMemory)
+	add("GET", store+"/memories", kindMemory, s.listMemories)
+	add("GET", store+"/memories/{memory_id}", kindMemory, s.getMemory)
+	add("POST", store+"/memories/{memory_id}", kindMemory, s.updateMemory)
+	add("DELETE", store+"/memories/{memory_id}", kindMemory, s.deleteMemory)
+	add("GET", store+"/memory_versions", kindMemory, s.listVersions)
+	add("GET", store+"/memory_versions/{memory_version_id}", kindMemory, s.getVersion)
+	add("POST", store+"/memory_versions/{memory_version_id}/redact", kindMemory, s.redactVersion)
+	if s.sess != nil {
+		add("POST", "/trove/v1/sessions", kindTrove, s.createSession)
+		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)
+		add("GET", "/trove/v1/sessions/{session_id}", kindTrove, s.getSession)
+		add("POST", "/trove/v1/sessions/{session_id}/end", kindTrove, s.endSession)
+	}
+	add("GET", "/healthz", kindPublic, s.healthz)
+	prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	add("GET", "/metrics", kindPublic, func(w http.ResponseWriter, r *http.Request) error {
+		prom.ServeHTTP(w, r)
+		return nil
+	})
+	for path, rt := range routes {
+		var allow []string
+		for m := range rt.methods {
+			allow = append(allow, m)
+		}
+		slices.Sort(allow)
+		rt.allow = strings.Join(allow, ", ")
+		s.mux.Handle(path, s.dispatch(rt))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, trove.Errorf(trove.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// recorder remembers what a handler sent, for logs and metrics.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	route  string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// ServeHTTP gives every response a request-id header, routes the request,
+// and records its log line and metrics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rid := trove.NewID(trove.PrefixRequest, start)
+	w.Header().Set("request-id", rid)
+	rec := &recorder{ResponseWriter: w, route: "unmatched"}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("request_id", rid), slog.Any("panic", v))
+			if rec.status == 0 {
+				s.writeError(rec, r, trove.Errorf(trove.EINTERNAL, "panic: %v", v))
+			}
+		}
+		d := time.Since(start)
+		s.metrics.observe(rec.route, rec.status, d)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", rid),
+			slog.String("route", rec.route),
+			slog.Int("status", rec.status),
+			slog.Duration("duration", d))
+	}()
+	s.mux.ServeHTTP(rec, r)
+}
+
+func (s *Server) dispatch(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := rt.methods[r.Method]
+		if rec, isRec := w.(*recorder); isRec {
+			if ok {
+				rec.route = rt.names[r.Method]
+			} else {
+				rec.route = rt.path
+			}
+		}
+		if !ok {
+			w.Header().Set("Allow", rt.allow)
+			s.writeStatusError(w, http.StatusMethodNotAllowed, "invalid_request_error",
+				"method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+rt.allow)
+			return
+		}
+		if rt.kind != kindPublic {
+			p, err := s.authenticate(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			w.Header().Set("anthropic-workspace-id", p.WorkspaceID)
+			if ws := r.Header.Get("anthropic-workspace-id"); ws != "" && ws != p.WorkspaceID {
+				s.writeError(w, r, trove.Errorf(trove.EFORBIDDEN,
+					"anthropic-workspace-id %q does not match the credential's workspace", ws))
+				return
+			}
+			if rt.kind == kindMemory {
+				if err := checkBetas(r.Header); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			r = r.WithContext(trove.WithPrincipal(r.Context(), p))
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// authenticate reads the credential from Authorization: Bearer or
+// x-api-key. Returns EUNAUTHENTICATED if none is sent or it is not valid.
+func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
+	secret := ""
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, tok, ok := strings.Cut(a, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return nil, trove.Errorf(trove.EUNAUTHENTICATED, "the Authorization header must be \"Bearer <key>\"")
+		}
+		secret = strings.TrimSpace(tok)
+	} else {
+		secret = strings.TrimSpace(r.Header.Get("x-api-key"))
+	}
+	if secret == "" {
+		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "missing credential: send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\"")
+	}
+	p, err := s.auth.Authenticate(r.Context(), secret)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "invalid credential")
+	}
+	return p, nil
+}
+
+// checkBetas requires exactly one of the two memory betas among the
+// comma-separated anthropic-beta values (repeated headers count too).
+// Returns EINVALID otherwise; other betas are ignored.
+func checkBetas(h http.Header) error {
+	var mem, agents bool
+	for _, line := range h.Values("anthropic-beta") {
+		for v := range strings.SplitSeq(line, ",") {
+			switch strings.TrimSpace(v) {
+			case BetaAgentMemory:
+				mem = true
+			case BetaManagedAgents:
+				agents = true
+			}
+		}
+	}
+	switch {
+	case mem && agents:
+		return trove.Errorf(trove.EINVALID, "send either %s or %s in anthropic-beta on memory store calls, not both", BetaAgentMemory, BetaManagedAgents)
+	case !mem && !agents:
+		return trove.Errorf(trove.EINVALID, "memory store calls need the anthropic-beta header %s", BetaAgentMemory)
+	}
+	return nil
+}
+
+func requestIDFrom(w http.ResponseWriter) string { return w.Header().Get("request-id") }
+
+type jsonBuf struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonBufs = sync.Pool{New: func() any {
+	b := &jsonBuf{}
+	b.enc = json.NewEncoder(&b.buf)
+	b.enc.SetEscapeHTML(false)
+	return b
+}}
+
+// writeJSON sends v as JSON with status.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b := jsonBufs.Get().(*jsonBuf)
+	b.buf.Reset()
+	if err := b.enc.Encode(v); err != nil {
+		jsonBufs.Put(b)
+		s.log.Error("encoding response", "error", err)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"type":"error","error":{"type":"api_error","message":"internal server error"},"request_id":"` + requestIDFrom(w) + `"}`))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(b.buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(b.buf.Bytes())
+	if b.buf.Cap() <= 1<<20 {
+		jsonBufs.Put(b)
+	}
+}
+
+func (s *Server) ok(w http.ResponseWriter, v any) error {
+	s.writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if s.health != nil {
+		if err := s.health(r.Context()); err != nil {
+			return &trove.Error{Code: trove.EUNAVAILABLE, Message: "database unavailable", Err: err}
+		}
+	}
+	return s.ok(w, map[string]string{"status": "ok"})
+}
