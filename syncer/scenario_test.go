@@ -1,0 +1,320 @@
+package syncer_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/syncer"
+)
+
+// Scenario tests in a compact golden format: a base state agreed by both
+// sides, steps applied to the local directory (l*) and the store (r*), sync
+// passes, and the exact files wanted on each side afterwards. Conflict copy
+// names are exact: the clock is fixed at t0 and the tag is "local".
+
+type step struct {
+	kind string // lw ld lr rw rd rr tick pass flush
+	a, b string
+	d    time.Duration
+}
+
+func lw(p, c string) step           { return step{kind: "lw", a: p, b: c} }
+func ld(p string) step              { return step{kind: "ld", a: p} }
+func lr(from, to string) step       { return step{kind: "lr", a: from, b: to} }
+func rw(p, c string) step           { return step{kind: "rw", a: p, b: c} }
+func rd(p string) step              { return step{kind: "rd", a: p} }
+func rr(from, to string) step       { return step{kind: "rr", a: from, b: to} }
+func tick(d time.Duration) step     { return step{kind: "tick", d: d} }
+func pass() step                    { return step{kind: "pass"} }
+func flush() step                   { return step{kind: "flush"} }
+func copyName(p, ext string) string { return p + ".conflict-local-20260102T030405Z" + ext }
+
+type scenario struct {
+	name       string
+	base       map[string]string
+	readOnly   bool
+	maxDeletes int
+	steps      []step
+	wantLocal  map[string]string
+	wantRemote map[string]string
+	// check runs extra assertions; ids maps base paths to their memory ids.
+	check func(t *testing.T, e *env, last *syncer.Report, ids map[string]string)
+}
+
+var big = strings.Repeat("x", 102401)
+
+var scenarios = []scenario{
+	{name: "no change",
+		base:       map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
+		wantLocal:  map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
+		wantRemote: map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"}},
+	{name: "local edit uploads with the base precondition",
+		base:       map[string]string{"/a.md": "A\n"},
+		steps:      []step{lw("/a.md", "A2\n")},
+		wantLocal:  map[string]string{"/a.md": "A2\n"},
+		wantRemote: map[string]string{"/a.md": "A2\n"},
+		check: func(t *testing.T, e *env, _ *syncer.Report, ids map[string]string) {
+			vs := versions(t, e, ids["/a.md"])
+			if len(vs) != 2 || vs[0].Operation != trove.OpModified {
+				t.Errorf("versions = %+v, want created+modified", vs)
+			}
+		}},
+	{name: "remote edit downloads",
+		base:       map[string]string{"/a.md": "A\n"},
+		steps:      []step{rw("/a.md", "R\n")},
+		wantLocal:  map[string]string{"/a.md": "R\n"},
+		wantRemote: map[string]string{"/a.md": "R\n"}},
+	{name: "remote delete removes the unchanged local file",
+		base:       map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
+		steps:      []step{rd("/d/b.md")},
+		wantLocal:  map[string]string{"/a.md": "A\n"},
+		wantRemote: map[string]string{"/a.md": "A\n"}},
+	{name: "local edit beats remote delete",
+		base:       map[string]string{"/a.md": "A\n"},
+		steps:      []step{lw("/a.md", "mine\n"), rd("/a.md")},
+		wantLocal:  map[string]string{"/a.md": "mine\n"},
+		wantRemote: map[string]string{"/a.md": "mine\n"}},
+	{name: "remote edit beats local delete",
+		base:       map[string]string{"/a.md": "A\n"},
+		steps:      []step{ld("/a.md"), rw("/a.md", "theirs\n"), pass(), tick(time.Hour)},
+		wantLocal:  map[string]string{"/a.md": "theirs\n"},
+		wantRemote: map[string]string{"/a.md": "theirs\n"}},
+	{name: "both deleted",
+		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		steps:      []step{ld("/a.md"), rd("/a.md")},
+		wantLocal:  map[string]string{"/b.md": "B\n"},
+		wantRemote: map[string]string{"/b.md": "B\n"}},
+	{name: "local delete waits for the grace period",
+		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		steps:      []step{ld("/a.md"), pass(), tick(29 * time.Second), pass()},
+		wantLocal:  map[string]string{"/b.md": "B\n"},
+		wantRemote: map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			if diff := cmp.Diff([]string{"/a.md"}, rep.PendingDeletes); diff != "" {
+				t.Errorf("pending deletes: %s", diff)
+			}
+		}},
+	{name: "local delete reaches the store after the grace period",
+		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		steps:      []step{ld("/a.md"), pass(), tick(30 * time.Second), pass()},
+		wantLocal:  map[string]string{"/b.md": "B\n"},
+		wantRemote: map[string]string{"/b.md": "B\n"}},
+	{name: "a file back within the grace period is not deleted",
+		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		steps:      []step{ld("/a.md"), pass(), lw("/a.md", "A\n"), pass(), tick(time.Minute), pass()},
+		wantLocal:  map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		wantRemote: map[string]string{"/a.md": "A\n", "/b.md": "B\n"}},
+	{name: "final flush waives the grace period",
+		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		steps:      []step{ld("/a.md"), flush()},
+		wantLocal:  map[string]string{"/b.md": "B\n"},
+		wantRemote: map[string]string{"/b.md": "B\n"}},
+	{name: "delete cap per pass",
+		base:       map[string]string{"/a": "1", "/b": "2", "/c": "3", "/keep": "k"},
+		maxDeletes: 2,
+		steps:      []step{ld("/a"), ld("/b"), ld("/c"), pass(), tick(time.Minute), pass()},
+		wantLocal:  map[string]string{"/keep": "k"},
+		wantRemote: map[string]string{"/c": "3", "/keep": "k"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			if diff := cmp.Diff([]string{"/c"}, rep.PendingDeletes); diff != "" {
+				t.Errorf("pending deletes: %s", diff)
+			}
+		}},
+	{name: "wiped directory is restored, not mass-deleted",
+		base:       map[string]string{"/a": "1", "/b": "2", "/c/d": "3"},
+		steps:      []step{ld("/a"), ld("/b"), ld("/c/d"), tick(time.Hour), flush()},
+		wantLocal:  map[string]string{"/a": "1", "/b": "2", "/c/d": "3"},
+		wantRemote: map[string]string{"/a": "1", "/b": "2", "/c/d": "3"}},
+	{name: "both changed to the same bytes: adopt",
+		base:       map[string]string{"/a.md": "A\n"},
+		steps:      []step{lw("/a.md", "same\n"), rw("/a.md", "same\n")},
+		wantLocal:  map[string]string{"/a.md": "same\n"},
+		wantRemote: map[string]string{"/a.md": "same\n"}},
+	{name: "both changed, clean three-way merge",
+		base:       map[string]string{"/n.md": "# Notes\none\ntwo\nthree\n"},
+		steps:      []step{lw("/n.md", "# Notes\nONE\ntwo\nthree\n"), rw("/n.md", "# Notes\none\ntwo\nTHREE\n")},
+		wantLocal:  map[string]string{"/n.md": "# Notes\nONE\ntwo\nTHREE\n"},
+		wantRemote: map[string]string{"/n.md": "# Notes\nONE\ntwo\nTHREE\n"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			if diff := cmp.Diff([]string{"/n.md"}, rep.Merged); diff != "" {
+				t.Errorf("merged: %s", diff)
+			}
+		}},
+	{name: "both changed, conflicting: store keeps its version, local bytes become a conflict copy",
+		base:       map[string]string{"/d/n.md": "line\n"},
+		steps:      []step{lw("/d/n.md", "mine\n"), rw("/d/n.md", "theirs\n")},
+		wantLocal:  map[string]string{"/d/n.md": "theirs\n", copyName("/d/n", ".md"): "mine\n"},
+		wantRemote: map[string]string{"/d/n.md": "theirs\n", copyName("/d/n", ".md"): "mine\n"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			want := []syncer.Conflict{{Path: "/d/n.md", CopyPath: copyName("/d/n", ".md"), InStore: true}}
+			if diff := cmp.Diff(want, rep.Conflicts); diff != "" {
+				t.Errorf("conflicts: %s", diff)
+			}
+		}},
+	{name: "new local file is created",
+		base:       map[string]string{},
+		steps:      []step{lw("/x/y/new.md", "N\n")},
+		wantLocal:  map[string]string{"/x/y/new.md": "N\n"},
+		wantRemote: map[string]string{"/x/y/new.md": "N\n"}},
+	{name: "new remote memory is downloaded",
+		base:       map[string]string{"/a": "A"},
+		steps:      []step{rw("/x/y/new.md", "N\n")},
+		wantLocal:  map[string]string{"/a": "A", "/x/y/new.md": "N\n"},
+		wantRemote: map[string]string{"/a": "A", "/x/y/new.md": "N\n"}},
+	{name: "both created the same bytes: adopt",
+		base:       map[string]string{},
+		steps:      []step{lw("/n.md", "same"), rw("/n.md", "same")},
+		wantLocal:  map[string]string{"/n.md": "same"},
+		wantRemote: map[string]string{"/n.md": "same"}},
+	{name: "both created different bytes: conflict copy",
+		base:       map[string]string{},
+		steps:      []step{lw("/n.md", "mine"), rw("/n.md", "theirs")},
+		wantLocal:  map[string]string{"/n.md": "theirs", copyName("/n", ".md"): "mine"},
+		wantRemote: map[string]string{"/n.md": "theirs", copyName("/n", ".md"): "mine"}},
+	{name: "local rename keeps the memory id and history",
+		base:       map[string]string{"/old.md": "content\n"},
+		steps:      []step{lr("/old.md", "/sub/new.md")},
+		wantLocal:  map[string]string{"/sub/new.md": "content\n"},
+		wantRemote: map[string]string{"/sub/new.md": "content\n"},
+		check: func(t *testing.T, e *env, _ *syncer.Report, ids map[string]string) {
+			m := e.memory("/sub/new.md")
+			if m == nil || m.ID != ids["/old.md"] {
+				t.Errorf("renamed memory = %+v, want id %s", m, ids["/old.md"])
+			}
+		}},
+	{name: "remote rename moves the local file",
+		base:       map[string]string{"/old.md": "content\n", "/other": "o"},
+		steps:      []step{rr("/old.md", "/new.md")},
+		wantLocal:  map[string]string{"/new.md": "content\n", "/other": "o"},
+		wantRemote: map[string]string{"/new.md": "content\n", "/other": "o"}},
+	{name: "binary file is refused, kept intact, never uploaded",
+		base:       map[string]string{"/a": "A"},
+		steps:      []step{lw("/img.png", "\x89PNG\r\n\x1a\n\x00\xff"), pass(), pass()},
+		wantLocal:  map[string]string{"/a": "A", "/img.png": "\x89PNG\r\n\x1a\n\x00\xff"},
+		wantRemote: map[string]string{"/a": "A"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			want := []syncer.Problem{{Path: "/img.png", Reason: "file is not valid UTF-8 text (binary files are not synced)"}}
+			if diff := cmp.Diff(want, rep.Refused); diff != "" {
+				t.Errorf("refused: %s", diff)
+			}
+		}},
+	{name: "edit to a too large file is refused, store keeps the last good version",
+		base:       map[string]string{"/a": "A"},
+		steps:      []step{lw("/a", big)},
+		wantLocal:  map[string]string{"/a": big},
+		wantRemote: map[string]string{"/a": "A"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			if len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "102401 bytes") {
+				t.Errorf("refused = %+v", rep.Refused)
+			}
+		}},
+	{name: "illegal store path is refused",
+		base:       map[string]string{},
+		steps:      []step{lw("/bad\u2028name", "x")},
+		wantLocal:  map[string]string{"/bad\u2028name": "x"},
+		wantRemote: map[string]string{}},
+	{name: "refused file edited while the store changed: conflict copy stays local",
+		base:       map[string]string{"/a": "A"},
+		steps:      []step{lw("/a", "\xff\xfe"), rw("/a", "R")},
+		wantLocal:  map[string]string{"/a": "R", copyName("/a", ""): "\xff\xfe"},
+		wantRemote: map[string]string{"/a": "R"}},
+	{name: "read-only: local edit, new file and delete are restored; remote edit pulled",
+		base:       map[string]string{"/a": "A", "/b": "B", "/c": "C"},
+		readOnly:   true,
+		steps:      []step{lw("/a", "tampered"), lw("/new", "N"), ld("/b"), rw("/c", "C2")},
+		wantLocal:  map[string]string{"/a": "A", "/b": "B", "/c": "C2"},
+		wantRemote: map[string]string{"/a": "A", "/b": "B", "/c": "C2"},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			if len(rep.Quarantined) != 2 {
+				t.Errorf("quarantined = %+v, want /a and /new", rep.Quarantined)
+			}
+		}},
+}
+
+func TestScenarios(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			e := newEnv(t)
+			for p, c := range sc.base {
+				e.rwrite(p, c)
+			}
+			en := e.engine("dir", func(o *syncer.Options) {
+				o.ReadOnly = sc.readOnly
+				o.MaxDeletes = sc.maxDeletes
+			})
+			e.sync(en)
+			dir := en.Dir()
+			if diff := cmp.Diff(sc.base, readDir(t, dir)); diff != "" {
+				t.Fatalf("initial download (-want +got):\n%s", diff)
+			}
+			ids := map[string]string{}
+			for p := range sc.base {
+				ids[p] = e.memory(p).ID
+			}
+			steps := sc.steps
+			if len(steps) == 0 || (steps[len(steps)-1].kind != "pass" && steps[len(steps)-1].kind != "flush") {
+				steps = append(steps, pass())
+			}
+			var last *syncer.Report
+			for _, s := range steps {
+				switch s.kind {
+				case "lw":
+					writeFile(t, dir, s.a, s.b)
+				case "ld":
+					removeFile(t, dir, s.a)
+				case "lr":
+					c := readDir(t, dir)[s.a]
+					removeFile(t, dir, s.a)
+					writeFile(t, dir, s.b, c)
+				case "rw":
+					e.rwrite(s.a, s.b)
+				case "rd":
+					e.rdelete(s.a)
+				case "rr":
+					e.rrename(s.a, s.b)
+				case "tick":
+					e.clock.Advance(s.d)
+				case "pass":
+					last = e.sync(en)
+				case "flush":
+					rep, err := en.Flush(e.ctx)
+					if err != nil || len(rep.Errors) > 0 {
+						t.Fatalf("flush: %v %+v", err, rep)
+					}
+					last = rep
+				}
+			}
+			if diff := cmp.Diff(sc.wantLocal, readDir(t, dir)); diff != "" {
+				t.Errorf("local (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(sc.wantRemote, e.remote()); diff != "" {
+				t.Errorf("store (-want +got):\n%s", diff)
+			}
+			if sc.check != nil {
+				sc.check(t, e, last, ids)
+			}
+			if last != nil && len(last.PendingDeletes) > 0 {
+				return // the next pass is expected to carry on deleting
+			}
+			// Settled: one more pass changes nothing on either side.
+			rep := e.sync(en)
+			for k, n := range rep.Counts {
+				if k != syncer.KindMarkAbsent && n > 0 {
+					t.Errorf("pass after settling did %d %s", n, k)
+				}
+			}
+		})
+	}
+}
+
+func versions(t *testing.T, e *env, memoryID string) []trove.MemoryVersion {
+	t.Helper()
+	pg, err := e.svc.ListVersions(e.ctx, e.storeID, trove.ListVersionsParams{MemoryID: memoryID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.Data
+}
