@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +29,8 @@ type node struct {
 	dirty    bool // data differs from what the store holds
 	mtime    time.Time
 	handles  int
-	unlinked bool // removed or replaced by this mount: uploads nothing
+	unlinked bool  // removed or replaced by this mount: uploads nothing
+	failed   error // a write failed (ErrTooLarge): the next flush drops the changes
 }
 
 // load reads the content from the store if it is not loaded. n.mu held.
@@ -241,8 +243,8 @@ func (s *store) openFile(ctx context.Context, rel string, flags int) (*Handle, e
 	}
 	n.mu.Lock()
 	n.handles++
-	if flags&oTrunc != 0 && len(n.data) > 0 || flags&oTrunc != 0 && !n.loaded {
-		n.data, n.loaded = n.data[:0], true
+	if flags&oTrunc != 0 && (len(n.data) > 0 || !n.loaded) {
+		n.data, n.loaded, n.failed = n.data[:0], true, nil
 		n.dirty, n.mtime = true, s.f.now()
 	}
 	n.mu.Unlock()
@@ -296,6 +298,7 @@ func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) 
 	}
 	end := off + int64(len(p))
 	if end > int64(n.s.f.limits.MaxContentBytes) {
+		n.failed = ErrTooLarge
 		return 0, pathErr("write", h.name(), ErrTooLarge)
 	}
 	if end > int64(len(n.data)) {
@@ -347,8 +350,12 @@ func (h *Handle) Size() int64 {
 }
 
 // Flush is close(2) of one descriptor of the file: if the buffer changed
-// since it was last uploaded, it is uploaded as one version. ErrNotUTF8,
-// ErrNoSpace, ErrStale (the bytes went to a conflict copy), ErrUnavailable.
+// since it was last uploaded, it is uploaded as one version. ErrStale: the
+// bytes went to a conflict copy. ErrUnavailable: nothing was saved; the
+// changes stay buffered for a later Flush or Fsync. ErrTooLarge (a write
+// failed), ErrNotUTF8, ErrNoSpace, ErrInvalid: the store refuses the bytes,
+// so the changes are dropped (the store is unchanged; a new file
+// disappears).
 func (h *Handle) Flush(ctx context.Context) error {
 	n := h.n
 	s := n.s
@@ -356,10 +363,27 @@ func (h *Handle) Flush(ctx context.Context) error {
 	defer s.mu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.dirty || n.unlinked {
+	if n.unlinked || !n.dirty && n.failed == nil {
 		return nil
 	}
-	return pathErr("close", h.name(), n.upload(h.ctx(ctx)))
+	err := n.failed
+	if err == nil {
+		err = n.upload(h.ctx(ctx))
+	}
+	switch {
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrNotUTF8), errors.Is(err, ErrNoSpace), errors.Is(err, ErrInvalid):
+		// The store refuses these bytes for good: drop the changes, so
+		// that the file shows the store's content again (a new file
+		// disappears).
+		n.failed, n.dirty, n.loaded, n.data = nil, false, false, nil
+		if n.id == "" {
+			n.unlinked = true
+			if s.open[n.path] == n {
+				delete(s.open, n.path)
+			}
+		}
+	}
+	return pathErr("close", h.name(), err)
 }
 
 // Fsync uploads like Flush.
