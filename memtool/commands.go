@@ -68,6 +68,8 @@ func (t *Tool) view(ctx context.Context, in *args) Result {
 		return t.tooLargeToRead(p)
 	case errors.Is(err, ErrIsDir):
 		return t.viewDir(ctx, p)
+	case errors.Is(err, ErrNotRegular):
+		return errorf("The path %s is neither a regular file nor a directory; the memory tool cannot show it.", p.Raw)
 	case err != nil:
 		return t.internal("view", p, err)
 	}
@@ -424,7 +426,7 @@ func (t *Tool) readForEdit(ctx context.Context, p Path, cmd string, missing func
 			return "", "", &r
 		}
 		return string(data), ver, nil
-	case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir), errors.Is(err, ErrIsDir):
+	case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir), errors.Is(err, ErrIsDir), errors.Is(err, ErrNotRegular):
 		r = missing()
 	case errors.Is(err, ErrSymlink):
 		r = symlinkError(p)

@@ -307,7 +307,7 @@ func readRegular(r *os.Root, name string, maxBytes int64) ([]byte, error) {
 	case fi.IsDir():
 		return nil, ErrIsDir
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("memtool: %s is not a regular file", name)
+		return nil, ErrNotRegular
 	}
 	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -319,7 +319,7 @@ func readRegular(r *os.Root, name string, maxBytes int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("memtool: %s is not a regular file", name)
+		return nil, ErrNotRegular
 	}
 	if maxBytes >= 0 && st.Size() > maxBytes {
 		return nil, ErrTooLarge

@@ -54,6 +54,9 @@ var (
 	// ErrConflict: WriteFile's Version precondition failed because the file
 	// changed (or disappeared) since it was read.
 	ErrConflict = errors.New("memtool: file changed since it was read")
+	// ErrNotRegular: ReadFile named a FIFO, socket, device or other
+	// special file.
+	ErrNotRegular = errors.New("memtool: not a regular file")
 	// ErrTooLarge: ReadFile refused a file larger than the limit it was given.
 	ErrTooLarge = errors.New("memtool: file too large")
 )
