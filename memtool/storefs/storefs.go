@@ -41,9 +41,10 @@ import (
 // FS is a memtool.FS over one memory store. It is safe for concurrent use.
 // Create it with New.
 type FS struct {
-	svc     trove.Services
-	storeID string
-	limits  trove.Limits
+	svc       trove.Services
+	storeID   string
+	limits    trove.Limits
+	principal *trove.Principal
 
 	mu    sync.Mutex
 	ids   map[string]string   // memory path → memory ID, a hint checked on every use
@@ -55,6 +56,11 @@ type Options struct {
 	// Limits gives the path limits names are checked against before they
 	// reach the store; the zero value means trove.DefaultLimits().
 	Limits trove.Limits
+	// Principal, when set, is put in the context of every call whose context
+	// carries none: a local core.Service needs one to know the workspace and
+	// to attribute versions. A remote httpapi.Client ignores it (its
+	// credential decides).
+	Principal *trove.Principal
 }
 
 // New returns an FS over the store storeID reached through svc. It does not
@@ -64,12 +70,21 @@ func New(svc trove.Services, storeID string, opt Options) *FS {
 		opt.Limits = trove.DefaultLimits()
 	}
 	return &FS{
-		svc:     svc,
-		storeID: storeID,
-		limits:  opt.Limits,
-		ids:     map[string]string{},
-		empty:   map[string]struct{}{},
+		svc:       svc,
+		storeID:   storeID,
+		limits:    opt.Limits,
+		principal: opt.Principal,
+		ids:       map[string]string{},
+		empty:     map[string]struct{}{},
 	}
+}
+
+// with returns ctx with the FS's principal when ctx has none.
+func (f *FS) with(ctx context.Context) context.Context {
+	if f.principal != nil && trove.PrincipalFrom(ctx) == nil {
+		return trove.WithPrincipal(ctx, f.principal)
+	}
+	return ctx
 }
 
 // StoreID returns the store the FS is bound to.
@@ -330,6 +345,7 @@ func (f *FS) classifyFile(ctx context.Context, name string, content bool) (kind,
 // directory. It returns memtool.ErrNotExist (also for names the store could
 // never hold) or memtool.ErrNotDir when a parent is a memory.
 func (f *FS) Stat(ctx context.Context, name string) (memtool.Info, error) {
+	ctx = f.with(ctx)
 	k, m, err := f.classifyFile(ctx, name, false)
 	if err != nil {
 		return memtool.Info{}, err
@@ -349,6 +365,7 @@ func (f *FS) Stat(ctx context.Context, name string) (memtool.Info, error) {
 // files, folded path prefixes and remembered empty directories as
 // directories. It returns memtool.ErrNotExist or memtool.ErrNotDir.
 func (f *FS) ReadDir(ctx context.Context, name string) ([]memtool.Info, error) {
+	ctx = f.with(ctx)
 	if name != "" && f.validName(name) != nil {
 		return nil, memtool.ErrNotExist
 	}
@@ -397,6 +414,7 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]memtool.Info, error) {
 // maxBytes (maxBytes >= 0), memtool.ErrIsDir for a directory,
 // memtool.ErrNotDir or memtool.ErrNotExist.
 func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte, memtool.Version, error) {
+	ctx = f.with(ctx)
 	if name != "" && f.validName(name) != nil {
 		return nil, "", memtool.ErrNotExist
 	}
@@ -437,6 +455,7 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 // memory limit, invalid path or content, read-only access) are returned as
 // errors wrapping the *trove.Error.
 func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch memtool.Version) (memtool.Version, error) {
+	ctx = f.with(ctx)
 	if name == "" {
 		if ifMatch == "" {
 			return "", memtool.ErrExist
@@ -463,6 +482,11 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 		f.remember(m.Path, m.ID)
 		f.clearAbove(name)
 		return memtool.Version(m.SHA256), nil
+	}
+	if !isSHA256(string(ifMatch)) {
+		// Not a version this FS handed out: it cannot match any content.
+		recordRace(ctx)
+		return "", memtool.ErrConflict
 	}
 	m, err := f.lookup(ctx, name, false)
 	if err != nil {
@@ -493,6 +517,20 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 	}
 	f.remember(u.Path, u.ID)
 	return memtool.Version(u.SHA256), nil
+}
+
+// isSHA256 reports whether s is 64 lowercase hex digits, the only form the
+// store's precondition takes.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // clearAbove forgets remembered empty directories that name (now a memory)
@@ -536,6 +574,7 @@ func (f *FS) pathConflict(ctx context.Context, op, name string, err error) error
 // memory tool). The parent directory stays visible to this instance. It
 // returns memtool.ErrNotExist or memtool.ErrNotDir.
 func (f *FS) Remove(ctx context.Context, name string) error {
+	ctx = f.with(ctx)
 	if name == "" {
 		return memtool.ErrNotExist
 	}
@@ -587,6 +626,7 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 // memtool.ErrNotExist if oldname does not, memtool.ErrNotDir if a parent of
 // newname is a memory.
 func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
+	ctx = f.with(ctx)
 	if oldname == "" || newname == "" {
 		return memtool.ErrExist
 	}
