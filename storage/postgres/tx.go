@@ -451,12 +451,17 @@ func prefixUpper(prefix string) (string, bool) {
 func (t *tx) MemoryList(ctx context.Context, p storage.MemoryListParams) ([]trove.Memory, error) {
 	var w where
 	w.add("store_id = ?", p.StoreID)
-	lower := p.Prefix
+	lower, op := p.Prefix, ">="
 	if p.From > lower {
 		lower = p.From
 	}
-	if lower != "" {
-		w.add("path >= ?", lower)
+	// PostgreSQL text cannot hold NUL, and paths never contain it: for a
+	// path, path >= P+"\x00"+R is path > P (core pages with last+"\x00").
+	if i := strings.IndexByte(lower, 0); i >= 0 {
+		lower, op = lower[:i], ">"
+	}
+	if lower != "" || op == ">" {
+		w.add("path "+op+" ?", lower)
 	}
 	if p.Prefix != "" {
 		if up, ok := prefixUpper(p.Prefix); ok {
