@@ -1,0 +1,277 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/storage"
+	"github.com/trovehq/trove/storage/postgres"
+)
+
+// Benchmarks compare, in one run on one pool configuration:
+//
+//   - Raw: hand-written pgx, one transaction per write (UPDATE the memory
+//     row + INSERT a version row), and a point SELECT for reads: the
+//     baseline.
+//   - Driver: the same work through DB.Write / DB.Read and the Tx methods.
+//   - Core: UpdateMemory / GetMemory through core.Service (validation,
+//     StoreLock, precondition-free update, version append).
+//
+// Each concurrency level runs c goroutines, each on its own store and
+// memory, sharing b.N operations. Reported: ops/s and p99 latency.
+//
+//	TROVE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	  go test -run '^$' -bench . -benchtime 2000x ./storage/postgres/
+
+var benchConcurrency = []int{1, 16, 64}
+
+type benchEnv struct {
+	db     *postgres.DB
+	svc    *core.Service
+	ctx    context.Context
+	stores []string
+	mems   []*trove.Memory
+}
+
+var (
+	benchOnce sync.Once
+	benchE    *benchEnv
+)
+
+// setupBench opens one pool of 16 connections on a fresh schema with 64
+// stores of one memory each; shared by every benchmark of the run.
+func setupBench(b *testing.B) *benchEnv {
+	b.Helper()
+	testURL(b)
+	benchOnce.Do(func() {
+		// The schema is shared by every benchmark of the run and dropped
+		// by TestMain at the end.
+		schema := randomName("trove_bench_")
+		c := adminConn(b)
+		if _, err := c.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+			b.Fatal(err)
+		}
+		db, err := postgres.Open(context.Background(), testURL(b), postgres.Options{AutoMigrate: true, Schema: schema, MaxConns: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := &benchEnv{db: db, svc: core.New(db, core.Options{}), ctx: apiPrincipal("ws")}
+		for i := range 64 {
+			st, err := e.svc.CreateStore(e.ctx, trove.CreateStoreParams{Name: fmt.Sprint("bench", i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := e.svc.CreateMemory(e.ctx, st.ID, trove.CreateMemoryParams{Path: "/bench.md", Content: "start"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.stores = append(e.stores, st.ID)
+			e.mems = append(e.mems, m)
+		}
+		benchE = e
+		benchSchema = schema
+	})
+	if benchE == nil {
+		b.Fatal("benchmark setup failed")
+	}
+	return benchE
+}
+
+var benchSchema string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchE != nil {
+		benchE.db.Close()
+		if c, err := pgx.Connect(context.Background(), os.Getenv("TROVE_TEST_POSTGRES")); err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+benchSchema+" CASCADE")
+			c.Close(context.Background())
+		}
+	}
+	os.Exit(code)
+}
+
+// runConcurrent runs op b.N times over c goroutines (worker index given)
+// and reports ops/s and p99 latency.
+func runConcurrent(b *testing.B, c int, op func(worker, i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	lat := make([][]time.Duration, c)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	b.ResetTimer()
+	start := time.Now()
+	for w := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				t0 := time.Now()
+				if err := op(w, i); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}
+
+func BenchmarkRawPgxTxn(b *testing.B) {
+	e := setupBench(b)
+	ctx := context.Background()
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				m := e.mems[w]
+				now := time.Now()
+				content := []byte(fmt.Sprintf("raw %d", i))
+				vid := trove.NewID(trove.PrefixVersion, now)
+				return pgx.BeginFunc(ctx, e.db.Pool(), func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, "UPDATE memories SET content = $2, size_bytes = $3, sha256 = $4, version_id = $5, updated_at = $6 WHERE id = $1",
+						m.ID, content, len(content), "sha", vid, now); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_by_type, created_by_id, created_at)
+						VALUES ($1, $2, $3, 'modified', $4, $5, $6, $7, 'api_actor', 'apikey_bench', $8)`,
+						vid, m.StoreID, m.ID, m.Path, content, len(content), "sha", now)
+					return err
+				})
+			})
+		})
+	}
+}
+
+func BenchmarkDriverWrite(b *testing.B) {
+	e := setupBench(b)
+	ctx := context.Background()
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				now := time.Now().UTC()
+				content := fmt.Sprintf("driver %d", i)
+				m := *e.mems[w]
+				m.Content, m.SizeBytes, m.SHA256 = &content, len(content), "sha"
+				m.VersionID, m.UpdatedAt = trove.NewID(trove.PrefixVersion, now), now
+				return e.db.Write(ctx, func(tx storage.Tx) error {
+					if err := tx.MemoryUpdate(ctx, &m); err != nil {
+						return err
+					}
+					size, sum, path := m.SizeBytes, m.SHA256, m.Path
+					return tx.VersionInsert(ctx, &trove.MemoryVersion{
+						ID: m.VersionID, StoreID: m.StoreID, MemoryID: m.ID, Operation: trove.OpModified,
+						Path: &path, Content: &content, SizeBytes: &size, SHA256: &sum,
+						CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}, CreatedAt: now,
+					})
+				})
+			})
+		})
+	}
+}
+
+func BenchmarkCoreUpdate(b *testing.B) {
+	e := setupBench(b)
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				content := fmt.Sprintf("core %d", i)
+				_, err := e.svc.UpdateMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.UpdateMemoryParams{Content: &content})
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkCoreUpdateOneStore has every goroutine update its own memory in
+// one store: StoreLock serializes them (the price of per-store
+// invariants across nodes).
+func BenchmarkCoreUpdateOneStore(b *testing.B) {
+	e := setupBench(b)
+	for _, c := range benchConcurrency {
+		var ids []string
+		for w := range c {
+			m, err := e.svc.CreateMemory(e.ctx, e.stores[0], trove.CreateMemoryParams{Path: fmt.Sprintf("/one/%d-%d", c, w), Content: "x"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, m.ID)
+		}
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				content := fmt.Sprintf("one %d", i)
+				_, err := e.svc.UpdateMemory(e.ctx, e.stores[0], ids[w], trove.UpdateMemoryParams{Content: &content})
+				return err
+			})
+		})
+	}
+}
+
+func BenchmarkRawPgxRead(b *testing.B) {
+	e := setupBench(b)
+	ctx := context.Background()
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				var content []byte
+				var sum string
+				return e.db.Pool().QueryRow(ctx, "SELECT content, sha256 FROM memories WHERE id = $1 AND store_id = $2", e.mems[w].ID, e.stores[w]).Scan(&content, &sum)
+			})
+		})
+	}
+}
+
+func BenchmarkDriverRead(b *testing.B) {
+	e := setupBench(b)
+	ctx := context.Background()
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				return e.db.Read(ctx, func(tx storage.Tx) error {
+					_, err := tx.MemoryGet(ctx, e.stores[w], e.mems[w].ID, true)
+					return err
+				})
+			})
+		})
+	}
+}
+
+func BenchmarkCoreGet(b *testing.B) {
+	e := setupBench(b)
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrent(b, c, func(w, i int) error {
+				_, err := e.svc.GetMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.ViewFull)
+				return err
+			})
+		})
+	}
+}
