@@ -1,0 +1,463 @@
+// Package sqlite is Trove's embedded storage driver: a storage.Driver over a
+// single SQLite database file, using the pure-Go modernc.org/sqlite.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a Write
+// that returned nil is on disk and survives kill -9 of the process.
+//
+// Concurrency: all writes go through one writer connection owned by a
+// committer goroutine that practises group commit. Write enqueues its
+// function; the committer takes everything queued (up to a cap), opens one
+// transaction, runs each function inside its own SAVEPOINT, commits once (one
+// fsync for the whole group) and then releases every waiter. A function's
+// error rolls back its savepoint only and is returned to its caller alone.
+// Reads use a separate pool of query_only connections, each Read one WAL
+// snapshot, and never wait for the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// DefaultMaxBatch is the default cap on how many Writes one group commit
+// takes.
+const DefaultMaxBatch = 128
+
+// busyTimeoutMS is how long a connection waits for a lock another process
+// holds before failing with SQLITE_BUSY (EUNAVAILABLE).
+const busyTimeoutMS = 10000
+
+// Options configures Open.
+type Options struct {
+	// AutoMigrate applies missing migrations during Open. When false, Open
+	// still succeeds on an older schema (so that `trove migrate` can call
+	// Migrate), but Read and Write return EUNAVAILABLE until Migrate ran.
+	AutoMigrate bool
+	// MaxBatch caps how many Writes share one commit; 0 means
+	// DefaultMaxBatch, 1 disables group commit.
+	MaxBatch int
+	// ReadConns is the size of the read connection pool; 0 means
+	// max(4, GOMAXPROCS).
+	ReadConns int
+	// Logger receives panics recovered from Write functions and other
+	// internal detail; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DB is an open SQLite database. It implements storage.Driver and
+// storage.Migrator. It is safe for concurrent use.
+type DB struct {
+	path   string
+	log    *slog.Logger
+	wdb    *sql.DB // exactly one connection, owned by the committer
+	rdb    *sql.DB // read-only pool
+	wconn  *sql.Conn
+	reqs   chan *writeReq
+	done   chan struct{} // closed when the committer has exited
+	max    int
+	closed bool
+	mu     sync.RWMutex // guards closed and sends on reqs
+	close  sync.Once
+
+	// needMigrate is set while the schema is older than the driver's.
+	needMigrate atomic.Bool
+
+	// Counters for tests and metrics.
+	batches atomic.Int64
+	writes  atomic.Int64
+}
+
+var _ storage.Driver = (*DB)(nil)
+var _ storage.Migrator = (*DB)(nil)
+
+// writeReq is one queued Write, or one raw job on the writer connection
+// (migrations) when raw is set.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(storage.Tx) error
+	raw  func(ctx context.Context, c *sql.Conn) error
+	err  error
+	done chan struct{}
+}
+
+// Open opens (creating if needed) the SQLite database at path and starts its
+// committer. It returns EINVALID for an empty path, EUNAVAILABLE when the
+// file cannot be opened, and EINVALID when the database's schema is newer
+// than this build knows (an older binary must not write to it). With
+// opts.AutoMigrate it applies missing migrations before returning.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" {
+		return nil, trove.Errorf(trove.EINVALID, "sqlite: empty database path")
+	}
+	if _, err := knownVersion(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, trove.Errorf(trove.EINVALID, "sqlite: bad database path %q", path)
+	}
+	db := &DB{
+		path: abs,
+		log:  opts.Logger,
+		max:  opts.MaxBatch,
+		reqs: make(chan *writeReq, 1024),
+		done: make(chan struct{}),
+	}
+	if db.log == nil {
+		db.log = slog.Default()
+	}
+	if db.max <= 0 {
+		db.max = DefaultMaxBatch
+	}
+	readConns := opts.ReadConns
+	if readConns <= 0 {
+		readConns = max(4, runtime.GOMAXPROCS(0))
+	}
+
+	// The writer is opened first: it switches the file to WAL, which readers
+	// (query_only) could not do.
+	db.wdb, err = sql.Open("sqlite", dsn(abs, writerParams))
+	if err != nil {
+		return nil, unavailable("open database", err)
+	}
+	db.wdb.SetMaxOpenConns(1)
+	db.wdb.SetMaxIdleConns(1)
+	db.wdb.SetConnMaxLifetime(0)
+	db.wdb.SetConnMaxIdleTime(0)
+	db.wconn, err = db.wdb.Conn(ctx)
+	if err != nil {
+		db.wdb.Close()
+		return nil, unavailable("open database "+abs, err)
+	}
+	db.rdb, err = sql.Open("sqlite", dsn(abs, readerParams))
+	if err != nil {
+		db.wconn.Close()
+		db.wdb.Close()
+		return nil, unavailable("open database", err)
+	}
+	db.rdb.SetMaxOpenConns(readConns)
+	db.rdb.SetMaxIdleConns(readConns)
+	db.rdb.SetConnMaxIdleTime(0)
+	db.rdb.SetConnMaxLifetime(0)
+
+	fail := func(err error) (*DB, error) {
+		db.wconn.Close()
+		db.wdb.Close()
+		db.rdb.Close()
+		return nil, err
+	}
+	have, known, err := db.schemaVersion(ctx, db.wconn)
+	if err != nil {
+		return fail(err)
+	}
+	if have > known {
+		return fail(trove.Errorf(trove.EINVALID,
+			"sqlite: database %s has schema version %d, newer than the %d this build of trove knows; upgrade trove",
+			abs, have, known))
+	}
+	if have < known {
+		if opts.AutoMigrate {
+			if err := migrate(ctx, db.wconn); err != nil {
+				return fail(err)
+			}
+		} else {
+			db.needMigrate.Store(true)
+		}
+	}
+	go db.commitLoop()
+	return db, nil
+}
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// writerParams are the DSN parameters of the writer connection.
+var writerParams = []string{
+	fmt.Sprintf("_busy_timeout=%d", busyTimeoutMS),
+	"_journal_mode=WAL",
+	"_synchronous=FULL",
+	"_foreign_keys=1",
+	"_txlock=immediate",
+	"_pragma=temp_store(memory)",
+}
+
+// readerParams are the DSN parameters of the read pool.
+var readerParams = []string{
+	fmt.Sprintf("_busy_timeout=%d", busyTimeoutMS),
+	"_foreign_keys=1",
+	"_query_only=1",
+	"_txlock=deferred",
+}
+
+// dsn builds a file: URI for path with the given driver parameters.
+func dsn(path string, params []string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	s := u.String()
+	if len(params) > 0 {
+		s += "?"
+		for i, p := range params {
+			if i > 0 {
+				s += "&"
+			}
+			s += p
+		}
+	}
+	return s
+}
+
+// errClosed is returned by Read and Write after Close.
+var errClosed = &trove.Error{Code: trove.EUNAVAILABLE, Message: "the database is closed"}
+
+func (db *DB) errMigrate() error {
+	return trove.Errorf(trove.EUNAVAILABLE,
+		"the database schema at %s is older than this build of trove needs; run `trove migrate`", db.path)
+}
+
+// Read runs fn in a read-only transaction on one WAL snapshot. fn's error is
+// returned as is; database errors are translated (EUNAVAILABLE for a closed
+// or unreachable database).
+func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		return errClosed
+	}
+	if db.needMigrate.Load() {
+		return db.errMigrate()
+	}
+	if err := ctx.Err(); err != nil {
+		return ctxError(err)
+	}
+	sqlTx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return translate(err)
+	}
+	t := &tx{q: sqlTx, ctxOf: func(c context.Context) context.Context { return c }}
+	defer func() {
+		t.end()
+		// A read-only transaction has nothing to commit; Rollback just ends
+		// the snapshot (also when fn panics).
+		_ = sqlTx.Rollback()
+	}()
+	return fn(t)
+}
+
+// Write runs fn in a read-write transaction and returns nil only once fn's
+// changes are durable. Concurrent Writes are grouped into one transaction
+// and one commit; each fn runs in its own savepoint, so an error from fn
+// rolls back fn's changes only and is returned, unchanged, to this caller
+// alone. A panic in fn is recovered and returned as EINTERNAL. If ctx is done
+// before fn starts, fn is not run and Write returns EUNAVAILABLE wrapping
+// ctx.Err(). Once fn has started Write waits for the commit whatever ctx
+// does, so that its result is never ambiguous. Write must not be called from
+// inside fn (it would wait for itself). After Close it returns EUNAVAILABLE.
+func (db *DB) Write(ctx context.Context, fn func(storage.Tx) error) error {
+	if db.needMigrate.Load() {
+		return db.errMigrate()
+	}
+	return db.submit(ctx, &writeReq{ctx: ctx, fn: fn})
+}
+
+// submit queues req and waits for the committer to finish it.
+func (db *DB) submit(ctx context.Context, req *writeReq) error {
+	if err := ctx.Err(); err != nil {
+		return ctxError(err)
+	}
+	req.done = make(chan struct{})
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return errClosed
+	}
+	select {
+	case db.reqs <- req:
+	case <-ctx.Done():
+		db.mu.RUnlock()
+		return ctxError(ctx.Err())
+	}
+	db.mu.RUnlock()
+	<-req.done
+	return req.err
+}
+
+// Close stops accepting Writes, waits until every queued Write has been
+// committed, and closes the database. Later calls return nil.
+func (db *DB) Close() error {
+	var err error
+	db.close.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		close(db.reqs)
+		db.mu.Unlock()
+		<-db.done
+		err = errors.Join(db.wconn.Close(), db.wdb.Close(), db.rdb.Close())
+		if err != nil {
+			err = unavailable("close database", err)
+		}
+	})
+	return err
+}
+
+// commitLoop is the committer: it owns the writer connection and runs queued
+// Writes in groups until reqs is closed and drained.
+func (db *DB) commitLoop() {
+	defer close(db.done)
+	batch := make([]*writeReq, 0, db.max)
+	for {
+		req, ok := <-db.reqs
+		if !ok {
+			return
+		}
+		if req.raw != nil {
+			db.runRaw(req)
+			continue
+		}
+		batch = append(batch[:0], req)
+		var raw *writeReq
+		open := true
+	fill:
+		for len(batch) < db.max {
+			select {
+			case r, ok := <-db.reqs:
+				if !ok {
+					open = false
+					break fill
+				}
+				if r.raw != nil {
+					raw = r
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		db.runBatch(batch)
+		clear(batch)
+		if raw != nil {
+			db.runRaw(raw)
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// runRaw runs a job that needs the writer connection to itself.
+func (db *DB) runRaw(req *writeReq) {
+	if err := req.ctx.Err(); err != nil {
+		req.err = ctxError(err)
+	} else {
+		req.err = req.raw(context.WithoutCancel(req.ctx), db.wconn)
+	}
+	close(req.done)
+}
+
+// runBatch runs one group: BEGIN IMMEDIATE, one savepoint per request,
+// COMMIT, then releases every waiter.
+func (db *DB) runBatch(batch []*writeReq) {
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
+		}
+	}()
+	// Statements run with a context that is never cancelled: an interrupt
+	// in the middle of a statement can roll back the whole shared
+	// transaction, not just one caller's savepoint.
+	bg := context.Background()
+	c := db.wconn
+	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		err = translate(err)
+		for _, r := range batch {
+			r.err = err
+		}
+		return
+	}
+	db.batches.Add(1)
+	ran := 0
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = ctxError(err)
+			continue
+		}
+		if _, err := c.ExecContext(bg, "SAVEPOINT w"); err != nil {
+			db.abort(batch, translate(err))
+			return
+		}
+		t := &tx{q: c, ctxOf: context.WithoutCancel}
+		r.err = db.call(r.fn, t)
+		t.end()
+		if r.err != nil {
+			// ROLLBACK TO keeps the savepoint open; RELEASE pops it. If the
+			// transaction itself is gone (SQLite rolls it back on some
+			// errors), ROLLBACK TO fails and the whole group must fail.
+			if _, err := c.ExecContext(bg, "ROLLBACK TO w"); err != nil {
+				db.abort(batch, translate(err))
+				return
+			}
+		} else {
+			ran++
+		}
+		if _, err := c.ExecContext(bg, "RELEASE w"); err != nil {
+			db.abort(batch, translate(err))
+			return
+		}
+	}
+	if ran == 0 {
+		if _, err := c.ExecContext(bg, "ROLLBACK"); err != nil {
+			db.log.Error("sqlite: rollback of an empty group failed", "err", err)
+		}
+		return
+	}
+	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
+		db.abort(batch, translate(err))
+		return
+	}
+	db.writes.Add(int64(ran))
+}
+
+// abort rolls back the group's transaction and fails every request that has
+// not failed on its own: none of the group's changes were committed.
+func (db *DB) abort(batch []*writeReq, err error) {
+	if _, rerr := db.wconn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+		db.log.Debug("sqlite: rollback after a failed group", "err", rerr)
+	}
+	db.log.Error("sqlite: group commit failed", "err", err, "writes", len(batch))
+	for _, r := range batch {
+		if r.err == nil {
+			r.err = err
+		}
+	}
+}
+
+// call runs fn, turning a panic into an EINTERNAL error for its caller.
+func (db *DB) call(fn func(storage.Tx) error, t *tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			db.log.Error("sqlite: panic in Write", "panic", p, "stack", string(debug.Stack()))
+			err = &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	return fn(t)
+}
+
+// Stats reports how many group commits and how many committed Writes the
+// database has done since Open. Writes/Batches is the mean group size.
+func (db *DB) Stats() (batches, writes int64) {
+	return db.batches.Load(), db.writes.Load()
+}
