@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/memtool"
@@ -12,7 +14,7 @@ import (
 
 // DefaultAttempts is how many times Tool runs an edit that keeps losing
 // races before it gives up with the engine's conflict message.
-const DefaultAttempts = 5
+const DefaultAttempts = 8
 
 // Tool runs memory tool calls through a memtool.Tool over a store backend
 // (FS or Mux) and adds what only the store needs:
@@ -120,7 +122,10 @@ func (t *Tool) Execute(ctx context.Context, input []byte) memtool.Result {
 	}
 	res, races, serr := run()
 	if races > 0 && (ci.Command == "str_replace" || ci.Command == "insert") {
-		for i := 1; i < t.attempts && races > 0 && ctx.Err() == nil; i++ {
+		for i := 1; i < t.attempts && races > 0; i++ {
+			if !backoff(ctx, i) {
+				break
+			}
 			res, races, serr = run()
 			if races == 0 && res.IsError {
 				return errorResult("Error: " + path + " was changed by another writer while this " + ci.Command +
@@ -137,6 +142,21 @@ func (t *Tool) Execute(ctx context.Context, input []byte) memtool.Result {
 		return errorResult(msg)
 	}
 	return res
+}
+
+// backoff waits a short random time growing with the attempt, so that two
+// writers that keep colliding on one memory drift apart. It returns false if
+// ctx ended.
+func backoff(ctx context.Context, attempt int) bool {
+	d := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 func errorResult(s string) memtool.Result {
