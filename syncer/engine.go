@@ -62,6 +62,7 @@ const (
 	DefaultFinalTimeout = 30 * time.Second
 	maxRounds           = 4
 	fetchConcurrency    = 8
+	applyConcurrency    = 8
 )
 
 // Options configure an Engine. Services, StoreID, Dir and StateDir are
@@ -151,6 +152,7 @@ type Engine struct {
 	remote map[string]RemoteFile
 	taken  map[string]bool
 	rep    *Report
+	amu    sync.Mutex               // guards man.Entries, rep, pre, wrote, dirty during parallel actions
 	pre    map[string]*trove.Memory // contents prefetched for downloads
 	wrote  bool                     // local files written since the last flush
 	dirty  bool
@@ -308,12 +310,25 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		e.log.Warn("the synced directory is empty while the store is not: restoring it instead of deleting every memory")
 	}
 	e.prefetch(ctx, plan.Actions)
-	raced := false
+	var (
+		raced  bool
+		fatal  error
+		resMu  sync.Mutex
+		par    []Action
+		serial []Action
+	)
 	for _, a := range plan.Actions {
-		if err := ctx.Err(); err != nil {
-			return raced, err
+		switch a.Kind {
+		case KindUpload, KindCreate, KindDownload, KindAdopt:
+			par = append(par, a) // independent per path
+		default:
+			serial = append(serial, a)
 		}
+	}
+	do := func(a Action) {
 		err := e.apply(ctx, a)
+		resMu.Lock()
+		defer resMu.Unlock()
 		switch {
 		case err == nil:
 			e.rep.count(a.Kind)
@@ -324,10 +339,46 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		default:
 			e.rep.Errors = append(e.rep.Errors, Problem{Path: a.Path, Reason: fmt.Sprintf("%s: %s", a.Kind, errText(err))})
 			e.log.Warn("sync action failed", "kind", a.Kind, "path", a.Path, "err", err)
-			if trove.ErrorCode(err) == trove.EUNAVAILABLE || ctx.Err() != nil {
-				return raced, err
+			if trove.ErrorCode(err) == trove.EUNAVAILABLE && fatal == nil {
+				fatal = err
 			}
 		}
+	}
+	stopped := func() bool {
+		resMu.Lock()
+		defer resMu.Unlock()
+		return fatal != nil || ctx.Err() != nil
+	}
+	work := make(chan Action)
+	var wg sync.WaitGroup
+	for range applyConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := range work {
+				if !stopped() {
+					do(a)
+				}
+			}
+		}()
+	}
+	for _, a := range par {
+		work <- a
+	}
+	close(work)
+	wg.Wait()
+	for _, a := range serial {
+		if stopped() {
+			break
+		}
+		do(a)
+	}
+	if fatal == nil {
+		fatal = ctx.Err()
+	}
+	if fatal != nil {
+		e.pre = nil
+		return raced, fatal
 	}
 	e.pre = nil
 	return raced, nil
@@ -467,8 +518,11 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 
 // fetch returns the memory's current content (prefetched or fetched now).
 func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
-	if m := e.pre[id]; m != nil && m.Content != nil {
-		delete(e.pre, id)
+	e.amu.Lock()
+	m := e.pre[id]
+	delete(e.pre, id)
+	e.amu.Unlock()
+	if m != nil && m.Content != nil {
 		return m, nil
 	}
 	m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
@@ -541,7 +595,9 @@ func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, erro
 		e.root.Remove(tmp)
 		return StatKey{}, err
 	}
+	e.amu.Lock()
 	e.wrote = true
+	e.amu.Unlock()
 	fi, err := e.root.Lstat(r)
 	if err != nil {
 		return StatKey{}, err
@@ -553,6 +609,13 @@ func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, erro
 // key is the local file's stat when it held sha, hashed at hashedAt (unix ns;
 // 0 means now); nil leaves the stat cache alone.
 func (e *Engine) agree(p, id, sha string, content []byte, key *StatKey, hashedAt ...int64) {
+	if content != nil {
+		if err := e.objs.put(sha, content); err != nil {
+			e.log.Warn("cannot keep the base object", "path", p, "err", err)
+		}
+	}
+	e.amu.Lock()
+	defer e.amu.Unlock()
 	en := e.entry(p)
 	en.MemoryID, en.BaseSHA = id, sha
 	en.AbsentSince = time.Time{}
@@ -561,11 +624,6 @@ func (e *Engine) agree(p, id, sha string, content []byte, key *StatKey, hashedAt
 		en.Stat, en.LocalSHA, en.HashedAt = *key, sha, time.Now().UnixNano()
 		if len(hashedAt) > 0 && hashedAt[0] != 0 {
 			en.HashedAt = hashedAt[0]
-		}
-	}
-	if content != nil {
-		if err := e.objs.put(sha, content); err != nil {
-			e.log.Warn("cannot keep the base object", "path", p, "err", err)
 		}
 	}
 	e.dirty = true
