@@ -121,8 +121,12 @@ func notSession(p *trove.Principal, what string) error {
 	return nil
 }
 
-// actor returns a copy of the principal's actor, for created_by/redacted_by.
+// actor returns a copy of the principal's actor for created_by, or nil
+// ("author not recorded") for a principal without one.
 func actor(p *trove.Principal) *trove.Actor {
+	if p.Actor.Type == "" {
+		return nil
+	}
 	a := p.Actor
 	return &a
 }

@@ -157,22 +157,27 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 		if st.ArchivedAt != nil {
 			return errArchived(storeID, "memories cannot be updated")
 		}
-		m, err := tx.MemoryGet(ctx, storeID, memoryID, true)
+		// The current content is needed only to carry it over a rename;
+		// a content change is compared by hash.
+		m, err := tx.MemoryGet(ctx, storeID, memoryID, p.Content == nil)
 		if err != nil {
 			return err
 		}
-		if m.Content == nil {
-			empty := ""
-			m.Content = &empty
-		}
-		newContent, newPath := *m.Content, m.Path
+		var newContent string
 		if p.Content != nil {
 			newContent = *p.Content
+		} else if m.Content != nil {
+			newContent = *m.Content
 		}
+		newPath := m.Path
 		if p.Path != nil {
 			newPath = *p.Path
 		}
-		if newContent == *m.Content && newPath == m.Path {
+		sameContent := p.Content == nil || (len(newContent) == m.SizeBytes && sha256Hex(newContent) == m.SHA256)
+		if sameContent && newPath == m.Path {
+			if m.Content == nil {
+				m.Content = &newContent // equal to the stored content
+			}
 			out = m // no-op
 			return nil
 		}

@@ -964,6 +964,12 @@ func testCoreMemoryUpdate(t *testing.T, open func(t *testing.T) storage.Driver) 
 			t.Fatalf("no-op UpdateMemory(%+v) (-want +got):\n%s", p, diff)
 		}
 	}
+	if got, err := e.svc.UpdateMemory(e.ctx, s.ID, m.ID, trove.UpdateMemoryParams{Content: corePtr("two"), View: trove.ViewFull}); err != nil || got.Content == nil || *got.Content != "two" {
+		t.Fatalf("no-op UpdateMemory with full view = %+v, %v", got, err)
+	}
+	if got, err := e.svc.UpdateMemory(e.ctx, s.ID, m.ID, trove.UpdateMemoryParams{Path: corePtr(m.Path), View: trove.ViewFull}); err != nil || got.Content == nil || *got.Content != "two" {
+		t.Fatalf("no-op rename with full view = %+v, %v", got, err)
+	}
 	if n := versions(); n != 2 {
 		t.Fatalf("no-ops wrote versions: %d, want 2", n)
 	}
