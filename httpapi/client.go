@@ -234,10 +234,21 @@ func parseTime(s string) time.Time {
 	return t.UTC()
 }
 
-// storeFromWire converts a store read through the SDK.
-func storeFromWire(s *anthropic.BetaManagedAgentsMemoryStore) *trove.Store {
+// workspaceOf returns the workspace the server echoed in res, which the
+// wire objects do not carry.
+func workspaceOf(res *http.Response) string {
+	if res == nil {
+		return ""
+	}
+	return res.Header.Get("anthropic-workspace-id")
+}
+
+// storeFromWire converts a store read through the SDK; res is the response
+// it came in.
+func storeFromWire(s *anthropic.BetaManagedAgentsMemoryStore, res *http.Response) *trove.Store {
 	out := &trove.Store{
 		ID:          s.ID,
+		WorkspaceID: workspaceOf(res),
 		Name:        s.Name,
 		Description: s.Description,
 		Metadata:    s.Metadata,
@@ -320,15 +331,16 @@ func versionFromWire(v *anthropic.BetaManagedAgentsMemoryVersion) *trove.MemoryV
 
 // CreateStore creates a store. See trove.StoreService.
 func (c *Client) CreateStore(ctx context.Context, p trove.CreateStoreParams) (*trove.Store, error) {
+	var res *http.Response
 	s, err := c.sdk.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{
 		Name:        p.Name,
 		Description: optString(p.Description),
 		Metadata:    p.Metadata,
-	})
+	}, option.WithResponseInto(&res))
 	if err != nil {
 		return nil, translate(err)
 	}
-	return storeFromWire(s), nil
+	return storeFromWire(s, res), nil
 }
 
 // GetStore returns a store, archived ones too; ENOTFOUND if absent.
@@ -336,11 +348,12 @@ func (c *Client) GetStore(ctx context.Context, storeID string) (*trove.Store, er
 	if storeID == "" {
 		return nil, trove.Errorf(trove.ENOTFOUND, "memory store \"\" not found")
 	}
-	s, err := c.sdk.Beta.MemoryStores.Get(ctx, storeID, anthropic.BetaMemoryStoreGetParams{})
+	var res *http.Response
+	s, err := c.sdk.Beta.MemoryStores.Get(ctx, storeID, anthropic.BetaMemoryStoreGetParams{}, option.WithResponseInto(&res))
 	if err != nil {
 		return nil, translate(err)
 	}
-	return storeFromWire(s), nil
+	return storeFromWire(s, res), nil
 }
 
 // UpdateStore updates a store; Metadata is sent as a merge patch (a nil
@@ -356,7 +369,8 @@ func (c *Client) UpdateStore(ctx context.Context, storeID string, p trove.Update
 	if p.Description != nil {
 		params.Description = anthropic.String(*p.Description)
 	}
-	var opts []option.RequestOption
+	var res *http.Response
+	opts := []option.RequestOption{option.WithResponseInto(&res)}
 	if p.Metadata != nil {
 		// The SDK's map[string]string cannot carry a null value; set the
 		// merge patch into the body directly.
@@ -366,7 +380,7 @@ func (c *Client) UpdateStore(ctx context.Context, storeID string, p trove.Update
 	if err != nil {
 		return nil, translate(err)
 	}
-	return storeFromWire(s), nil
+	return storeFromWire(s, res), nil
 }
 
 // ListStores lists stores newest first.
@@ -380,13 +394,14 @@ func (c *Client) ListStores(ctx context.Context, p trove.ListStoresParams) (*tro
 	if p.IncludeArchived {
 		params.IncludeArchived = anthropic.Bool(true)
 	}
-	page, err := c.sdk.Beta.MemoryStores.List(ctx, params)
+	var res *http.Response
+	page, err := c.sdk.Beta.MemoryStores.List(ctx, params, option.WithResponseInto(&res))
 	if err != nil {
 		return nil, translate(err)
 	}
 	out := &trove.Page[trove.Store]{Data: make([]trove.Store, len(page.Data)), NextPage: page.NextPage}
 	for i := range page.Data {
-		out.Data[i] = *storeFromWire(&page.Data[i])
+		out.Data[i] = *storeFromWire(&page.Data[i], res)
 	}
 	return out, nil
 }
@@ -396,11 +411,12 @@ func (c *Client) ArchiveStore(ctx context.Context, storeID string) (*trove.Store
 	if storeID == "" {
 		return nil, trove.Errorf(trove.ENOTFOUND, "memory store \"\" not found")
 	}
-	s, err := c.sdk.Beta.MemoryStores.Archive(ctx, storeID, anthropic.BetaMemoryStoreArchiveParams{})
+	var res *http.Response
+	s, err := c.sdk.Beta.MemoryStores.Archive(ctx, storeID, anthropic.BetaMemoryStoreArchiveParams{}, option.WithResponseInto(&res))
 	if err != nil {
 		return nil, translate(err)
 	}
-	return storeFromWire(s), nil
+	return storeFromWire(s, res), nil
 }
 
 // DeleteStore deletes a store with its memories and versions.
@@ -585,10 +601,11 @@ func (c *Client) CreateSession(ctx context.Context, p trove.CreateSessionParams)
 		body.Resources[i] = r
 	}
 	var out wireSessionIn
-	if err := c.do(ctx, http.MethodPost, "/trove/v1/sessions", nil, &body, &out); err != nil {
+	ws, err := c.do(ctx, http.MethodPost, "/trove/v1/sessions", nil, &body, &out)
+	if err != nil {
 		return nil, "", err
 	}
-	return out.toSession(), out.Token, nil
+	return out.toSession(ws), out.Token, nil
 }
 
 // GetSession returns a session of the credential's workspace.
@@ -597,10 +614,11 @@ func (c *Client) GetSession(ctx context.Context, sessionID string) (*trove.Sessi
 		return nil, trove.Errorf(trove.ENOTFOUND, "session \"\" not found")
 	}
 	var out wireSessionIn
-	if err := c.do(ctx, http.MethodGet, "/trove/v1/sessions/"+url.PathEscape(sessionID), nil, nil, &out); err != nil {
+	ws, err := c.do(ctx, http.MethodGet, "/trove/v1/sessions/"+url.PathEscape(sessionID), nil, nil, &out)
+	if err != nil {
 		return nil, err
 	}
-	return out.toSession(), nil
+	return out.toSession(ws), nil
 }
 
 // ListSessions lists sessions newest first.
@@ -619,7 +637,8 @@ func (c *Client) ListSessions(ctx context.Context, p trove.ListSessionsParams) (
 		Data     []wireSessionIn `json:"data"`
 		NextPage *string         `json:"next_page"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/trove/v1/sessions", q, nil, &out); err != nil {
+	ws, err := c.do(ctx, http.MethodGet, "/trove/v1/sessions", q, nil, &out)
+	if err != nil {
 		return nil, err
 	}
 	page := &trove.Page[trove.Session]{Data: make([]trove.Session, len(out.Data))}
@@ -627,7 +646,7 @@ func (c *Client) ListSessions(ctx context.Context, p trove.ListSessionsParams) (
 		page.NextPage = *out.NextPage
 	}
 	for i := range out.Data {
-		page.Data[i] = *out.Data[i].toSession()
+		page.Data[i] = *out.Data[i].toSession(ws)
 	}
 	return page, nil
 }
@@ -638,10 +657,11 @@ func (c *Client) EndSession(ctx context.Context, sessionID string) (*trove.Sessi
 		return nil, trove.Errorf(trove.ENOTFOUND, "session \"\" not found")
 	}
 	var out wireSessionIn
-	if err := c.do(ctx, http.MethodPost, "/trove/v1/sessions/"+url.PathEscape(sessionID)+"/end", nil, nil, &out); err != nil {
+	ws, err := c.do(ctx, http.MethodPost, "/trove/v1/sessions/"+url.PathEscape(sessionID)+"/end", nil, nil, &out)
+	if err != nil {
 		return nil, err
 	}
-	return out.toSession(), nil
+	return out.toSession(ws), nil
 }
 
 // wireSessionIn is a session as the client reads it.
@@ -660,8 +680,8 @@ type wireSessionIn struct {
 	Token     string  `json:"token"`
 }
 
-func (w *wireSessionIn) toSession() *trove.Session {
-	s := &trove.Session{ID: w.ID, CreatedAt: parseTime(w.CreatedAt), Stores: make([]trove.SessionStore, len(w.Resources))}
+func (w *wireSessionIn) toSession(workspaceID string) *trove.Session {
+	s := &trove.Session{ID: w.ID, WorkspaceID: workspaceID, CreatedAt: parseTime(w.CreatedAt), Stores: make([]trove.SessionStore, len(w.Resources))}
 	if w.EndedAt != nil {
 		t := parseTime(*w.EndedAt)
 		s.EndedAt = &t
@@ -678,9 +698,9 @@ func (w *wireSessionIn) toSession() *trove.Session {
 	return s
 }
 
-// do sends one /trove/v1 request and decodes a 200 into out; any other
-// answer becomes a *trove.Error.
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+// do sends one /trove/v1 request and decodes a 200 into out, returning the
+// workspace the server echoed; any other answer becomes a *trove.Error.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) (string, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -689,13 +709,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return trove.Errorf(trove.EINVALID, "encoding the request: %v", err)
+			return "", trove.Errorf(trove.EINVALID, "encoding the request: %v", err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return trove.Errorf(trove.EINVALID, "building the request: %v", err)
+		return "", trove.Errorf(trove.EINVALID, "building the request: %v", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
@@ -707,18 +727,18 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}
+		return "", &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "reading the response failed", Err: err}
+		return "", &trove.Error{Code: trove.EUNAVAILABLE, Message: "reading the response failed", Err: err}
 	}
 	if res.StatusCode != http.StatusOK {
-		return fromEnvelope(res.StatusCode, data, fmt.Errorf("%s %s: %s", method, path, res.Status))
+		return "", fromEnvelope(res.StatusCode, data, fmt.Errorf("%s %s: %s", method, path, res.Status))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return &trove.Error{Code: trove.EINTERNAL, Message: "the server's response is not valid JSON", Err: err}
+		return "", &trove.Error{Code: trove.EINTERNAL, Message: "the server's response is not valid JSON", Err: err}
 	}
-	return nil
+	return workspaceOf(res), nil
 }
