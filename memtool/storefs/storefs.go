@@ -418,8 +418,9 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 	if name != "" && f.validName(name) != nil {
 		return nil, "", memtool.ErrNotExist
 	}
-	if name != "" {
-		// Check the size first so that a large memory is not transferred.
+	if name != "" && maxBytes >= 0 && maxBytes < int64(f.limits.MaxContentBytes) {
+		// Check the size first so that a memory over the limit is not
+		// transferred (no memory can exceed the store's content limit).
 		m, err := f.lookup(ctx, name, false)
 		if err != nil {
 			return nil, "", err
