@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -67,12 +69,19 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 			CreatedBy:   pr.Actor,
 			CreatedAt:   now,
 		}
-		used := map[string]bool{}
-		for _, a := range attach {
-			st, err := tx.StoreGet(ctx, pr.WorkspaceID, a.StoreID)
+		// Lock the stores (in ID order, so concurrent sessions cannot
+		// deadlock) so that none is archived or deleted mid-attach.
+		locked := make(map[string]*trove.Store, len(attach))
+		for _, id := range slices.Sorted(maps.Keys(seen)) {
+			st, err := tx.StoreLock(ctx, pr.WorkspaceID, id)
 			if err != nil {
 				return err
 			}
+			locked[id] = st
+		}
+		used := map[string]bool{}
+		for _, a := range attach {
+			st := locked[a.StoreID]
 			if st.ArchivedAt != nil {
 				return errArchived(a.StoreID, "archived stores cannot be attached to new sessions")
 			}

@@ -48,6 +48,7 @@ func RunCore(t *testing.T, open func(t *testing.T) storage.Driver) {
 	t.Run("ConcurrentOverlap", func(t *testing.T) { testCoreConcurrentOverlap(t, open) })
 	t.Run("ConcurrentLimit", func(t *testing.T) { testCoreConcurrentLimit(t, open) })
 	t.Run("ConcurrentPrecondition", func(t *testing.T) { testCoreConcurrentPrecondition(t, open) })
+	t.Run("ConcurrentMetadataMerge", func(t *testing.T) { testCoreConcurrentMetadataMerge(t, open) })
 }
 
 // coreClock is a clock for core.Options.Now: every reading advances it by
@@ -279,6 +280,9 @@ func testCoreAuth(t *testing.T, open func(t *testing.T) storage.Driver) {
 	}
 	if keys, _ := e.svc.ListKeys(bg, ""); len(keys) != 3 {
 		t.Fatalf("ListKeys(all) = %d keys, want 3", len(keys))
+	}
+	if keys, err := e.svc.ListKeys(e.ctxB, ""); err != nil || len(keys) != 1 || keys[0].WorkspaceID != coreWSB {
+		t.Fatalf("ListKeys as a workspace B key = %+v, %v; want only B's key", keys, err)
 	}
 
 	for _, bad := range []string{"", "trove_sk_", secret + "x", secret[:len(secret)-1], "trove_st_" + secret[9:], "Bearer " + secret, strings.Repeat("x", 10000)} {
@@ -1965,5 +1969,35 @@ func testCoreConcurrentPrecondition(t *testing.T, open func(t *testing.T) storag
 	}
 	if final.VersionID != vs[0].ID || *final.Content != *vs[0].Content {
 		t.Fatalf("final memory %+v is not the last acknowledged write %+v", final, vs[0])
+	}
+}
+
+func testCoreConcurrentMetadataMerge(t *testing.T, open func(t *testing.T) storage.Driver) {
+	e := newCoreEnv(t, open, trove.Limits{})
+	s := e.store(t, "S")
+	const workers = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := fmt.Sprintf("k%02d", w)
+			if _, err := e.svc.UpdateStore(e.ctx, s.ID, trove.UpdateStoreParams{Metadata: map[string]*string{k: corePtr("v")}}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := e.svc.GetStore(e.ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Metadata) != workers {
+		t.Fatalf("metadata after %d concurrent merge patches = %v: an update was lost", workers, got.Metadata)
 	}
 }
