@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/storage"
+	"github.com/trovehq/trove/storage/postgres"
+	"github.com/trovehq/trove/storage/sqlite"
+)
+
+// closeFn releases what openLocal opened.
+type closeFn func() error
+
+// defaultWorkspace is the workspace of the key the first serve creates.
+const defaultWorkspace = "wrkspc_default"
+
+// defaultDataDir returns $TROVE_DATA, else $XDG_DATA_HOME/trove, else
+// ~/.local/share/trove.
+func defaultDataDir() string {
+	if d := os.Getenv("TROVE_DATA"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "trove")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "trove")
+	}
+	return filepath.Join(".", "trove-data")
+}
+
+// isPostgresURL reports whether databaseURL selects the PostgreSQL driver.
+func isPostgresURL(databaseURL string) bool {
+	return strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://")
+}
+
+// backend is an open database with the core service over it.
+type backend struct {
+	svc    *core.Service
+	driver storage.Driver
+	kind   string // "sqlite" or "postgres"
+	where  string // the SQLite file, or the PostgreSQL URL without password
+	close  closeFn
+}
+
+// health reports whether the database answers a query.
+func (b *backend) health(ctx context.Context) error {
+	return b.driver.Read(ctx, func(tx storage.Tx) error {
+		_, err := tx.StoreList(ctx, storage.StoreListParams{WorkspaceID: "wrkspc_healthz", Limit: 1})
+		return err
+	})
+}
+
+// schema returns the database's schema version and the newest this build
+// knows; ok is false for a driver without versioned schemas.
+func (b *backend) schema(ctx context.Context) (have, known int, ok bool, err error) {
+	m, isM := b.driver.(storage.Migrator)
+	if !isM {
+		return 0, 0, false, nil
+	}
+	have, known, err = m.SchemaVersion(ctx)
+	return have, known, true, err
+}
+
+// openBackend opens the database chosen by databaseURL: PostgreSQL for a
+// postgres:// or postgresql:// URL, otherwise SQLite at <dataDir>/trove.db
+// (dataDir is created with mode 0700). With autoMigrate, missing migrations
+// are applied. It refuses a database whose schema is newer than this build
+// knows, and (without autoMigrate) one that is older.
+func openBackend(ctx context.Context, dataDir, databaseURL string, autoMigrate bool, log *slog.Logger) (*backend, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := &backend{}
+	switch {
+	case isPostgresURL(databaseURL):
+		db, err := postgres.Open(ctx, databaseURL, postgres.Options{AutoMigrate: autoMigrate})
+		if err != nil {
+			return nil, fmt.Errorf("opening PostgreSQL: %w", err)
+		}
+		b.driver, b.kind, b.where, b.close = db, "postgres", redactURL(databaseURL), db.Close
+	case databaseURL != "":
+		return nil, trove.Errorf(trove.EINVALID, "--database must be a postgres:// or postgresql:// URL (leave it empty for SQLite in --data), got %q", redactURL(databaseURL))
+	default:
+		if dataDir == "" {
+			return nil, trove.Errorf(trove.EINVALID, "no data directory: pass --data or set TROVE_DATA")
+		}
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating the data directory: %w", err)
+		}
+		path := filepath.Join(dataDir, "trove.db")
+		db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: autoMigrate, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", path, err)
+		}
+		b.driver, b.kind, b.where, b.close = db, "sqlite", path, db.Close
+	}
+	have, known, ok, err := b.schema(ctx)
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("reading the schema version: %w", err)
+	}
+	if ok && have > known {
+		b.close()
+		return nil, trove.Errorf(trove.EINVALID, "the database schema (version %d) is newer than this trove knows (%d): upgrade trove", have, known)
+	}
+	if ok && have < known && !autoMigrate {
+		b.close()
+		return nil, trove.Errorf(trove.EINVALID, "the database schema (version %d) is older than this trove needs (%d): run trove migrate", have, known)
+	}
+	b.svc = core.New(b.driver, core.Options{Logger: log})
+	return b, nil
+}
+
+// openLocal opens the database chosen by databaseURL (see openBackend) and
+// returns the core service over it with the function that closes it.
+func openLocal(ctx context.Context, dataDir, databaseURL string, autoMigrate bool) (*core.Service, closeFn, error) {
+	b, err := openBackend(ctx, dataDir, databaseURL, autoMigrate, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.svc, b.close, nil
+}
+
+// redactURL hides the password of a database URL.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return u
+	}
+	user := rest[:at]
+	if name, _, hasPw := strings.Cut(user, ":"); hasPw {
+		user = name + ":xxxxx"
+	}
+	return scheme + "://" + user + rest[at:]
+}
+
+// writeFileAtomic writes data to path with mode perm via a synced temp file
+// and a rename, so a crash leaves the old file or the new one.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
