@@ -1,0 +1,273 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/mcpserver"
+)
+
+func init() { register(newMCPCmd) }
+
+// storeFlags are the flags that choose where stores live: a local database
+// (--data/--database) or a remote server (--url or TROVE_URL, with the key
+// in TROVE_API_KEY).
+type storeFlags struct {
+	data, dbURL, url, workspace string
+}
+
+func (sf *storeFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&sf.data, "data", defaultDataDir(), "data directory of a local database (env TROVE_DATA)")
+	f.StringVar(&sf.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL of a local database; empty for SQLite in --data (env TROVE_DATABASE)")
+	f.StringVar(&sf.url, "url", os.Getenv("TROVE_URL"), "base URL of a Trove server to use instead of a local database; the API key comes from TROVE_API_KEY (env TROVE_URL)")
+	f.StringVar(&sf.workspace, "workspace", defaultWorkspace, "workspace of a local database, when <data>/api_key does not name one")
+}
+
+// openServices opens the stores' services: an httpapi.Client when a URL is
+// set, otherwise the local database. For a local database it returns the
+// principal writes are attributed to: the key saved in <data>/api_key when
+// there is one, else an actor-less principal in the chosen workspace. The
+// returned function releases what was opened.
+func (sf *storeFlags) openServices(ctx context.Context, cmd *cobra.Command) (trove.Services, *trove.Principal, func() error, error) {
+	if sf.url != "" {
+		if cmd.Flags().Changed("data") || cmd.Flags().Changed("database") {
+			return nil, nil, nil, mcpUsageError("use either --url (TROVE_URL) for a server or --data/--database for a local database, not both")
+		}
+		key := os.Getenv("TROVE_API_KEY")
+		if key == "" {
+			return nil, nil, nil, mcpUsageError("TROVE_URL is set but TROVE_API_KEY is empty: export the server's API key (or a session token) in TROVE_API_KEY")
+		}
+		return httpapi.NewClient(strings.TrimRight(sf.url, "/"), key), nil, func() error { return nil }, nil
+	}
+	svc, closeDB, err := openLocal(ctx, sf.data, sf.dbURL, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := &trove.Principal{WorkspaceID: sf.workspace}
+	if raw, err := os.ReadFile(filepath.Join(sf.data, "api_key")); err == nil && !cmd.Flags().Changed("workspace") {
+		if kp, err := svc.Authenticate(ctx, strings.TrimSpace(string(raw))); err == nil {
+			p = kp
+		}
+	}
+	return svc, p, closeDB, nil
+}
+
+// resolveStores finds each store named by ID (memstore_…) or by exact name,
+// and gives each a distinct mount name from the slug of its name. It
+// returns EINVALID for an unknown or ambiguous name, or a store given twice.
+func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]trove.Store, []string, error) {
+	var all []trove.Store
+	loaded := false
+	var stores []trove.Store
+	var slugs []string
+	seen := map[string]bool{}
+	used := map[string]bool{}
+	for _, ref := range refs {
+		var st *trove.Store
+		if strings.HasPrefix(ref, trove.PrefixStore) {
+			s, err := svc.GetStore(ctx, ref)
+			if err != nil {
+				if trove.ErrorCode(err) == trove.ENOTFOUND {
+					return nil, nil, trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
+				}
+				return nil, nil, err
+			}
+			st = s
+		} else {
+			if !loaded {
+				cursor := ""
+				for {
+					page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
+					if err != nil {
+						return nil, nil, err
+					}
+					all = append(all, page.Data...)
+					if page.NextPage == "" {
+						break
+					}
+					cursor = page.NextPage
+				}
+				loaded = true
+			}
+			var matches []trove.Store
+			for _, s := range all {
+				if s.Name == ref {
+					matches = append(matches, s)
+				}
+			}
+			switch len(matches) {
+			case 0:
+				var names []string
+				for _, s := range all {
+					names = append(names, strconv.Quote(s.Name))
+				}
+				if len(names) == 0 {
+					return nil, nil, trove.Errorf(trove.EINVALID, "no store named %q: the workspace has no stores yet (create one with the API or the console)", ref)
+				}
+				return nil, nil, trove.Errorf(trove.EINVALID, "no store named %q; the stores are %s", ref, strings.Join(names, ", "))
+			case 1:
+				st = &matches[0]
+			default:
+				var ids []string
+				for _, s := range matches {
+					ids = append(ids, s.ID)
+				}
+				return nil, nil, trove.Errorf(trove.EINVALID, "%d stores are named %q; pass one of their IDs: %s", len(matches), ref, strings.Join(ids, ", "))
+			}
+		}
+		if seen[st.ID] {
+			return nil, nil, trove.Errorf(trove.EINVALID, "store %s (%q) is given twice", st.ID, st.Name)
+		}
+		if st.ArchivedAt != nil {
+			return nil, nil, trove.Errorf(trove.EINVALID, "store %s (%q) is archived: its memories can be read but not written", st.ID, st.Name)
+		}
+		seen[st.ID] = true
+		slug := trove.Slug(st.Name)
+		for i := 2; used[slug]; i++ {
+			slug = trove.Slug(st.Name) + "-" + strconv.Itoa(i)
+		}
+		used[slug] = true
+		stores = append(stores, *st)
+		slugs = append(slugs, slug)
+	}
+	return stores, slugs, nil
+}
+
+func newMCPCmd(e *env) *cobra.Command {
+	var sf storeFlags
+	var storeRefs []string
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "mcp --store NAME_OR_ID [--store ...] [--http 127.0.0.1:PORT]",
+		Short: "Serve the memory tool over memory stores to MCP clients (stdio or streamable HTTP)",
+		Long: `Serve an MCP server with two tools over Trove memory stores:
+
+  memory  Claude's memory tool (view, create, str_replace, insert, delete,
+          rename under /memories); every write is a version in the store.
+  search  read-only search of memory paths and content.
+
+With one --store, /memories is that store; with several, /memories/<slug>/ is
+each store (the slug of its name). Stores come from the local database in
+--data (or --database), or from a Trove server when TROVE_URL (or --url) is
+set, authenticated by TROVE_API_KEY.
+
+By default the server speaks MCP over stdin/stdout (what desktop clients
+launch); nothing else is written to stdout. With --http it serves streamable
+HTTP at http://ADDR/mcp; the endpoint has no authentication of its own, so
+ADDR must be a loopback address.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(storeRefs) == 0 {
+				return mcpUsageError("--store is required: name the memory store (by name or memstore_ ID) to serve")
+			}
+			if httpAddr != "" {
+				if err := checkLoopback(httpAddr); err != nil {
+					return err
+				}
+			}
+			return runMCP(e, cmd, &sf, storeRefs, httpAddr)
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringArrayVar(&storeRefs, "store", nil, "memory store to serve, by name or ID; repeat for several stores")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
+	return cmd
+}
+
+// checkLoopback accepts host:port with a loopback IP or "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return mcpUsageError("--http %q: want host:port, such as 127.0.0.1:8765", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return mcpUsageError("--http %q: the MCP endpoint has no authentication, so it only listens on a loopback address (127.0.0.1:PORT or [::1]:PORT)", addr)
+}
+
+func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, httpAddr string) error {
+	ctx := e.ctx
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc, p, closeSvc, err := sf.openServices(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	defer closeSvc()
+	lookupCtx := ctx
+	if p != nil {
+		lookupCtx = trove.WithPrincipal(ctx, p)
+	}
+	stores, slugs, err := resolveStores(lookupCtx, svc, refs)
+	if err != nil {
+		return err
+	}
+	mounts := make([]mcpserver.Mount, len(stores))
+	for i, st := range stores {
+		mounts[i] = mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]}
+	}
+	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: "trove"})
+	if err != nil {
+		return err
+	}
+	if httpAddr == "" {
+		err := srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+		if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
+			return nil // the client went away, or we were told to stop
+		}
+		return err
+	}
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", httpAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.HTTPHandler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var names []string
+	for _, st := range stores {
+		names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
+	}
+	fmt.Fprintf(e.stderr, "trove mcp: serving %s over streamable HTTP at http://%s/mcp\n", strings.Join(names, ", "), ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// mcpUsageError is a usage error (exit code 2).
+func mcpUsageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
