@@ -26,6 +26,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
@@ -37,9 +38,9 @@ import (
 // takes.
 const DefaultMaxBatch = 128
 
-// busyTimeoutMS is how long a connection waits for a lock another process
-// holds before failing with SQLITE_BUSY (EUNAVAILABLE).
-const busyTimeoutMS = 10000
+// DefaultBusyTimeout is how long a connection waits by default for a lock
+// another process holds before failing with SQLITE_BUSY (EUNAVAILABLE).
+const DefaultBusyTimeout = 10 * time.Second
 
 // Options configures Open.
 type Options struct {
@@ -53,6 +54,10 @@ type Options struct {
 	// ReadConns is the size of the read connection pool; 0 means
 	// max(4, GOMAXPROCS).
 	ReadConns int
+	// BusyTimeout is how long to wait for a lock held by another process
+	// (another trove binary on the same file, a backup) before a Write or
+	// Read fails with EUNAVAILABLE; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
 	// Logger receives panics recovered from Write functions and other
 	// internal detail; nil means slog.Default().
 	Logger *slog.Logger
@@ -130,7 +135,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 
 	// The writer is opened first: it switches the file to WAL, which readers
 	// (query_only) could not do.
-	db.wdb, err = sql.Open("sqlite", dsn(abs, writerParams))
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	busyParam := fmt.Sprintf("_busy_timeout=%d", busy.Milliseconds())
+	db.wdb, err = sql.Open("sqlite", dsn(abs, append([]string{busyParam}, writerParams...)))
 	if err != nil {
 		return nil, unavailable("open database", err)
 	}
@@ -143,7 +153,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.wdb.Close()
 		return nil, unavailable("open database "+abs, err)
 	}
-	db.rdb, err = sql.Open("sqlite", dsn(abs, readerParams))
+	db.rdb, err = sql.Open("sqlite", dsn(abs, append([]string{busyParam}, readerParams...)))
 	if err != nil {
 		db.wconn.Close()
 		db.wdb.Close()
@@ -187,7 +197,6 @@ func (db *DB) Path() string { return db.path }
 
 // writerParams are the DSN parameters of the writer connection.
 var writerParams = []string{
-	fmt.Sprintf("_busy_timeout=%d", busyTimeoutMS),
 	"_journal_mode=WAL",
 	"_synchronous=FULL",
 	"_foreign_keys=1",
@@ -197,7 +206,6 @@ var writerParams = []string{
 
 // readerParams are the DSN parameters of the read pool.
 var readerParams = []string{
-	fmt.Sprintf("_busy_timeout=%d", busyTimeoutMS),
 	"_foreign_keys=1",
 	"_query_only=1",
 	"_txlock=deferred",

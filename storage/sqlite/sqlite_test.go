@@ -1,10 +1,21 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 	"github.com/trovehq/trove/storage/storagetest"
@@ -28,4 +39,283 @@ func openTest(t *testing.T) *sqlite.DB {
 
 func TestDriverConformance(t *testing.T) {
 	storagetest.RunDriver(t, func(t *testing.T) storage.Driver { return openTest(t) })
+}
+
+func TestMigrateOnDemand(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trove.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("Open without AutoMigrate: %v", err)
+	}
+	defer db.Close()
+	have, known, err := db.SchemaVersion(ctx)
+	if err != nil || have != 0 || known < 1 {
+		t.Fatalf("SchemaVersion of a new database = %d, %d, %v; want 0, >=1", have, known, err)
+	}
+	for name, err := range map[string]error{
+		"Write": db.Write(ctx, func(storage.Tx) error { return nil }),
+		"Read":  db.Read(ctx, func(storage.Tx) error { return nil }),
+	} {
+		if trove.ErrorCode(err) != trove.EUNAVAILABLE || !strings.Contains(trove.ErrorMessage(err), "trove migrate") {
+			t.Errorf("%s before Migrate: %v; want EUNAVAILABLE telling to run trove migrate", name, err)
+		}
+	}
+	for range 2 { // the second run has nothing to do
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+		if have, known2, err := db.SchemaVersion(ctx); err != nil || have != known || known2 != known {
+			t.Errorf("SchemaVersion after Migrate = %d, %d, %v; want %d, %d", have, known2, err, known, known)
+		}
+	}
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, testStore()) }); err != nil {
+		t.Errorf("Write after Migrate: %v", err)
+	}
+}
+
+func TestConcurrentMigrate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trove.db")
+	const n = 4
+	dbs := make([]*sqlite.DB, n)
+	for i := range dbs {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer db.Close()
+		dbs[i] = db
+	}
+	errs := make(chan error, n)
+	for _, db := range dbs {
+		go func() { errs <- db.Migrate(ctx) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Migrate: %v", err)
+		}
+	}
+	raw := rawOpen(t, path)
+	var rows, maxV int
+	if err := raw.QueryRow(`SELECT count(*), max(version) FROM schema_version`).Scan(&rows, &maxV); err != nil {
+		t.Fatal(err)
+	}
+	_, known, _ := dbs[0].SchemaVersion(ctx)
+	if rows != known || maxV != known {
+		t.Errorf("schema_version has %d rows up to %d; want each of the %d migrations once", rows, maxV, known)
+	}
+	for i, db := range dbs {
+		if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, testStore()) }); err != nil {
+			t.Errorf("Write on handle %d: %v", i, err)
+		}
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trove.db")
+	db := openAt(t, path)
+	_, known, err := db.SchemaVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw := rawOpen(t, path)
+	if _, err := raw.Exec(`INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'from_the_future.sql', 0)`, known+1); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	for _, auto := range []bool{false, true} {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: auto})
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open (AutoMigrate %v) of a newer schema succeeded", auto)
+		}
+		if trove.ErrorCode(err) != trove.EINVALID || !strings.Contains(err.Error(), "newer") ||
+			!strings.Contains(err.Error(), fmt.Sprint(known+1)) {
+			t.Errorf("Open (AutoMigrate %v) of a newer schema: %v; want EINVALID naming the versions", auto, err)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	_, err := sqlite.Open(ctx, "", sqlite.Options{})
+	if trove.ErrorCode(err) != trove.EINVALID {
+		t.Errorf("Open(\"\"): %v, want EINVALID", err)
+	}
+	_, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "missing", "dir", "trove.db"), sqlite.Options{AutoMigrate: true})
+	if trove.ErrorCode(err) != trove.EUNAVAILABLE {
+		t.Errorf("Open in a missing directory: %v, want EUNAVAILABLE", err)
+	}
+}
+
+func TestPathConflictNamesTheMemory(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	s := testStore()
+	now := time.Now()
+	mk := func(path string) *trove.Memory {
+		return &trove.Memory{ID: trove.NewID(trove.PrefixMemory, now), StoreID: s.ID, Path: path, Content: new(string),
+			SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", VersionID: trove.NewID(trove.PrefixVersion, now),
+			CreatedAt: now, UpdatedAt: now}
+	}
+	first, second := mk("/a"), mk("/a")
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.StoreInsert(ctx, s); err != nil {
+			return err
+		}
+		return tx.MemoryInsert(ctx, first)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Write(ctx, func(tx storage.Tx) error { return tx.MemoryInsert(ctx, second) })
+	var e *trove.Error
+	if !errors.As(err, &e) || e.Code != trove.EPATHCONFLICT || e.ConflictingPath != "/a" || e.ConflictingMemoryID != first.ID {
+		t.Errorf("MemoryInsert at a used path: %#v; want EPATHCONFLICT naming /a and %s", err, first.ID)
+	}
+}
+
+// TestAcknowledgedWritesSurviveKill runs a child process that writes as fast
+// as it can and prints the ID of every memory whose Write returned; after a
+// while the child is killed with SIGKILL, and every acknowledged memory must
+// be in the database.
+func TestAcknowledgedWritesSurviveKill(t *testing.T) {
+	if os.Getenv(killChildEnv) != "" {
+		t.Skip("this is the child process")
+	}
+	path := filepath.Join(t.TempDir(), "trove.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killChildEnv+"="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var storeID string
+	var acked []string
+	sc := bufio.NewScanner(stdout)
+	killed := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "store "):
+			storeID = strings.TrimPrefix(line, "store ")
+		case strings.HasPrefix(line, "ack "):
+			acked = append(acked, strings.TrimPrefix(line, "ack "))
+		}
+		if len(acked) == 300 && !killed {
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true // keep reading: lines already written were acknowledged
+		}
+	}
+	werr := cmd.Wait()
+	if !killed {
+		t.Fatalf("child exited after %d acknowledgements: %v", len(acked), werr)
+	}
+	db := openAt(t, path)
+	ctx := context.Background()
+	if err := db.Read(ctx, func(tx storage.Tx) error {
+		n, err := tx.MemoryCount(ctx, storeID)
+		if err != nil {
+			return err
+		}
+		if n < len(acked) {
+			t.Errorf("%d memories after kill -9, but %d Writes were acknowledged", n, len(acked))
+		}
+		for _, id := range acked {
+			if _, err := tx.MemoryGet(ctx, storeID, id, true); err != nil {
+				t.Errorf("acknowledged memory %s: %v", id, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawOpen(t, path)
+	var check string
+	if err := raw.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Errorf("integrity_check after kill -9: %q, %v", check, err)
+	}
+}
+
+const killChildEnv = "TROVE_SQLITE_KILL_CHILD"
+
+// TestKillChild is the child of TestAcknowledgedWritesSurviveKill; it does
+// nothing unless started by it.
+func TestKillChild(t *testing.T) {
+	path := os.Getenv(killChildEnv)
+	if path == "" {
+		t.Skip("only runs as the child of TestAcknowledgedWritesSurviveKill")
+	}
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testStore()
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	say := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := os.Stdout.WriteString(line + "\n"); err != nil {
+			os.Exit(1) // the parent is gone
+		}
+	}
+	say("store " + s.ID)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100000 {
+				now := time.Now()
+				content := fmt.Sprintf("writer %d write %d", w, i)
+				m := &trove.Memory{ID: trove.NewID(trove.PrefixMemory, now), StoreID: s.ID, Path: fmt.Sprintf("/w%d/%06d", w, i),
+					Content: &content, SizeBytes: len(content), SHA256: "-", VersionID: trove.NewID(trove.PrefixVersion, now),
+					CreatedAt: now, UpdatedAt: now}
+				if err := db.Write(ctx, func(tx storage.Tx) error { return tx.MemoryInsert(ctx, m) }); err != nil {
+					say("error " + err.Error())
+					return
+				}
+				say("ack " + m.ID)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func testStore() *trove.Store {
+	now := time.Now()
+	return &trove.Store{ID: trove.NewID(trove.PrefixStore, now), WorkspaceID: "wrkspc_t", Name: "t", CreatedAt: now, UpdatedAt: now}
+}
+
+func openAt(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path, sqlite.Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// rawOpen opens path with plain database/sql, as another tool would.
+func rawOpen(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite", path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
 }

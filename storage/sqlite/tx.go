@@ -464,6 +464,23 @@ func ancestors(p string) []string {
 // list of the path and its ancestors, and the range [path+"/", path+"0")
 // ('0' is '/'+1) for descendants.
 func (t *tx) MemoryFindOverlap(ctx context.Context, storeID, path, excludeID string) (*trove.Memory, error) {
+	q := overlapQueries(storeID, path, excludeID)
+	m, err := t.findOne(ctx, q[0].sql, q[0].args...)
+	if m != nil || err != nil {
+		return m, err
+	}
+	return t.findOne(ctx, q[1].sql, q[1].args...)
+}
+
+// sqlQuery is a statement with its arguments.
+type sqlQuery struct {
+	sql  string
+	args []any
+}
+
+// overlapQueries returns MemoryFindOverlap's two lookups: the path and its
+// ancestors (deepest first), then the first descendant.
+func overlapQueries(storeID, path, excludeID string) [2]sqlQuery {
 	cands := append(ancestors(path), path)
 	args := make([]any, 0, len(cands)+2)
 	args = append(args, storeID)
@@ -472,13 +489,11 @@ func (t *tx) MemoryFindOverlap(ctx context.Context, storeID, path, excludeID str
 	}
 	args = append(args, excludeID)
 	ph := strings.Repeat("?, ", len(cands)-1) + "?"
-	m, err := t.findOne(ctx, memorySelect(false)+` WHERE store_id = ? AND path IN (`+ph+`) AND id <> ?
-		ORDER BY path DESC LIMIT 1`, args...)
-	if m != nil || err != nil {
-		return m, err
+	return [2]sqlQuery{
+		{memorySelect(false) + ` WHERE store_id = ? AND path IN (` + ph + `) AND id <> ? ORDER BY path DESC LIMIT 1`, args},
+		{memorySelect(false) + ` WHERE store_id = ? AND path >= ? AND path < ? AND id <> ? ORDER BY path LIMIT 1`,
+			[]any{storeID, path + "/", path + "0", excludeID}},
 	}
-	return t.findOne(ctx, memorySelect(false)+` WHERE store_id = ? AND path >= ? AND path < ? AND id <> ?
-		ORDER BY path LIMIT 1`, storeID, path+"/", path+"0", excludeID)
 }
 
 // findOne returns the first memory of a query, or nil.
@@ -516,21 +531,8 @@ func prefixEnd(prefix string) (end string, ok bool) {
 // starts with Prefix and is >= From, as one range scan of the
 // (store_id, path) index. Limit <= 0 means no limit.
 func (t *tx) MemoryList(ctx context.Context, p storage.MemoryListParams) ([]trove.Memory, error) {
-	var w whereBuilder
-	w.add("store_id = ?", p.StoreID)
-	lo := p.Prefix
-	if p.From > lo {
-		lo = p.From
-	}
-	if lo != "" {
-		w.add("path >= ?", lo)
-	}
-	if p.Prefix != "" {
-		if end, ok := prefixEnd(p.Prefix); ok {
-			w.add("path < ?", end)
-		}
-	}
-	rows, err := t.query(ctx, memorySelect(p.WithContent)+w.String()+` ORDER BY path`+limitClause(p.Limit), w.args...)
+	q := memoryListQuery(p)
+	rows, err := t.query(ctx, q.sql, q.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -544,6 +546,23 @@ func (t *tx) MemoryList(ctx context.Context, p storage.MemoryListParams) ([]trov
 		out = append(out, m)
 	}
 	return out, translate(rows.Err())
+}
+
+// memoryListQuery is MemoryList's statement: path >= max(Prefix, From) and
+// path < prefixEnd(Prefix), in index order.
+func memoryListQuery(p storage.MemoryListParams) sqlQuery {
+	var w whereBuilder
+	w.add("store_id = ?", p.StoreID)
+	lo := max(p.Prefix, p.From)
+	if lo != "" {
+		w.add("path >= ?", lo)
+	}
+	if p.Prefix != "" {
+		if end, ok := prefixEnd(p.Prefix); ok {
+			w.add("path < ?", end)
+		}
+	}
+	return sqlQuery{memorySelect(p.WithContent) + w.String() + ` ORDER BY path` + limitClause(p.Limit), w.args}
 }
 
 // ---- versions ----
@@ -640,6 +659,25 @@ func (t *tx) VersionGet(ctx context.Context, storeID, id string, withContent boo
 // of p; several actor filters must all hold (so two different ones match
 // nothing). Limit <= 0 means no limit.
 func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]trove.MemoryVersion, error) {
+	q := versionListQuery(p)
+	rows, err := t.query(ctx, q.sql, q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []trove.MemoryVersion{}
+	for rows.Next() {
+		var v trove.MemoryVersion
+		if err := scanVersion(rows, &v); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, v)
+	}
+	return out, translate(rows.Err())
+}
+
+// versionListQuery is VersionList's statement.
+func versionListQuery(p storage.VersionListParams) sqlQuery {
 	var w whereBuilder
 	if p.StoreID != "" {
 		w.add("store_id = ?", p.StoreID)
@@ -660,21 +698,7 @@ func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]tr
 	}
 	w.timeRange("created_at", p.CreatedAt)
 	w.before(p.Before)
-	rows, err := t.query(ctx, versionSelect(p.WithContent)+w.String()+
-		` ORDER BY created_at DESC, id DESC`+limitClause(p.Limit), w.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []trove.MemoryVersion{}
-	for rows.Next() {
-		var v trove.MemoryVersion
-		if err := scanVersion(rows, &v); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, v)
-	}
-	return out, translate(rows.Err())
+	return sqlQuery{versionSelect(p.WithContent) + w.String() + ` ORDER BY created_at DESC, id DESC` + limitClause(p.Limit), w.args}
 }
 
 // VersionRedact nulls content, path, size and sha256 and sets
@@ -690,12 +714,17 @@ func (t *tx) VersionRedact(ctx context.Context, storeID, id string, at time.Time
 		micros(at), rbType, rbID, id, storeID)
 }
 
+// deleteExpiredSQL deletes the versions created before ?1 that are no live
+// memory's current version (a range on versions_by_created, a probe of
+// memories_by_version per candidate).
+const deleteExpiredSQL = `DELETE FROM versions WHERE created_at < ?
+	AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.version_id = versions.id)`
+
 // VersionDeleteExpired deletes versions created strictly before cutoff,
 // except a version that is the current version of a live memory, and
 // returns how many it deleted.
 func (t *tx) VersionDeleteExpired(ctx context.Context, cutoff time.Time) (int, error) {
-	res, err := t.exec(ctx, `DELETE FROM versions WHERE created_at < ?
-		AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.version_id = versions.id)`, ceilMicros(cutoff))
+	res, err := t.exec(ctx, deleteExpiredSQL, ceilMicros(cutoff))
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,477 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+)
+
+func openInternal(t *testing.T, opts Options) *DB {
+	t.Helper()
+	opts.AutoMigrate = true
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// blockCommitter starts a Write whose fn waits for release, and returns once
+// that fn runs: until release is closed the committer is busy, so further
+// Writes queue up.
+func blockCommitter(t *testing.T, db *DB) (release func(), wait func() error) {
+	t.Helper()
+	started, rel := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Write(context.Background(), func(storage.Tx) error {
+			close(started)
+			<-rel
+			return nil
+		})
+	}()
+	<-started
+	return func() { close(rel) }, func() error { return <-done }
+}
+
+// waitQueued spins until n Writes are queued behind the blocked committer.
+func waitQueued(t *testing.T, db *DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(db.reqs) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d Writes queued", len(db.reqs), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+func newStore(i int) *trove.Store {
+	now := time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)
+	return &trove.Store{ID: trove.NewID(trove.PrefixStore, now), WorkspaceID: "wrkspc_t", Name: fmt.Sprint("s", i),
+		CreatedAt: now, UpdatedAt: now}
+}
+
+func storeExists(t *testing.T, db *DB, id string) bool {
+	t.Helper()
+	var found bool
+	err := db.Read(context.Background(), func(tx storage.Tx) error {
+		_, err := tx.StoreGet(context.Background(), "wrkspc_t", id)
+		found = err == nil
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("StoreGet: %v", err)
+	}
+	return found
+}
+
+func TestGroupCommitTakesEveryQueuedWrite(t *testing.T) {
+	for _, c := range []struct {
+		maxBatch, queued, wantBatches int
+	}{
+		{0, 20, 1}, // default cap 128: one group
+		{4, 10, 3}, // 4 + 4 + 2
+		{1, 3, 3},  // group commit disabled
+	} {
+		t.Run(fmt.Sprintf("max%d_queued%d", c.maxBatch, c.queued), func(t *testing.T) {
+			db := openInternal(t, Options{MaxBatch: c.maxBatch})
+			release, wait := blockCommitter(t, db)
+			b0, w0 := db.Stats()
+			stores := make([]*trove.Store, c.queued)
+			errs := make([]error, c.queued)
+			var wg sync.WaitGroup
+			for i := range stores {
+				stores[i] = newStore(i)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = db.Write(context.Background(), func(tx storage.Tx) error {
+						return tx.StoreInsert(context.Background(), stores[i])
+					})
+				}()
+			}
+			waitQueued(t, db, c.queued)
+			release()
+			if err := wait(); err != nil {
+				t.Fatalf("blocking Write: %v", err)
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("Write %d: %v", i, err)
+				}
+			}
+			b1, w1 := db.Stats()
+			if got := b1 - b0; got != int64(c.wantBatches) {
+				t.Errorf("%d queued Writes took %d group commits, want %d", c.queued, got, c.wantBatches)
+			}
+			if got := w1 - w0; got != int64(c.queued)+1 {
+				t.Errorf("committed %d Writes, want %d", got, c.queued+1)
+			}
+			for _, s := range stores {
+				if !storeExists(t, db, s.ID) {
+					t.Errorf("store %s missing", s.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestGroupMembersFailAlone(t *testing.T) {
+	db := openInternal(t, Options{})
+	release, wait := blockCommitter(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		store *trove.Store
+		err   error
+		ran   bool
+	}
+	mine := errors.New("mine")
+	fns := []struct {
+		name string
+		ctx  context.Context
+		fn   func(tx storage.Tx, s *trove.Store) error
+		want func(err error) bool
+		kept bool
+	}{
+		{"ok", context.Background(), func(tx storage.Tx, s *trove.Store) error { return tx.StoreInsert(context.Background(), s) },
+			func(err error) bool { return err == nil }, true},
+		{"error", context.Background(), func(tx storage.Tx, s *trove.Store) error {
+			if err := tx.StoreInsert(context.Background(), s); err != nil {
+				return err
+			}
+			return mine
+		}, func(err error) bool { return err == mine }, false},
+		{"panic", context.Background(), func(tx storage.Tx, s *trove.Store) error {
+			if err := tx.StoreInsert(context.Background(), s); err != nil {
+				return err
+			}
+			panic("boom")
+		}, func(err error) bool { return trove.ErrorCode(err) == trove.EINTERNAL }, false},
+		{"cancelled while queued", ctx, func(tx storage.Tx, s *trove.Store) error { return tx.StoreInsert(context.Background(), s) },
+			func(err error) bool {
+				return trove.ErrorCode(err) == trove.EUNAVAILABLE && errors.Is(err, context.Canceled)
+			}, false},
+		{"ok after", context.Background(), func(tx storage.Tx, s *trove.Store) error { return tx.StoreInsert(context.Background(), s) },
+			func(err error) bool { return err == nil }, true},
+	}
+	results := make([]result, len(fns))
+	var wg sync.WaitGroup
+	for i, f := range fns {
+		results[i].store = newStore(i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].err = db.Write(f.ctx, func(tx storage.Tx) error {
+				results[i].ran = true
+				return f.fn(tx, results[i].store)
+			})
+		}()
+		waitQueued(t, db, i+1) // keep the queue order
+	}
+	cancel()
+	release()
+	if err := wait(); err != nil {
+		t.Fatalf("blocking Write: %v", err)
+	}
+	wg.Wait()
+	if b, _ := db.Stats(); b != 2 {
+		t.Errorf("%d group commits, want 2 (the blocker, then everything queued)", b)
+	}
+	for i, f := range fns {
+		r := results[i]
+		if !f.want(r.err) {
+			t.Errorf("%s: Write returned %v", f.name, r.err)
+		}
+		if got := storeExists(t, db, r.store.ID); got != f.kept {
+			t.Errorf("%s: store exists = %v, want %v", f.name, got, f.kept)
+		}
+	}
+	if results[3].ran {
+		t.Error("the fn of a Write cancelled while queued ran")
+	}
+	// The committer survived the panic.
+	if err := db.Write(context.Background(), func(tx storage.Tx) error {
+		return tx.StoreInsert(context.Background(), newStore(99))
+	}); err != nil {
+		t.Errorf("Write after a panic: %v", err)
+	}
+}
+
+func TestCloseDrainsQueuedWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trove.db")
+	db, err := Open(context.Background(), path, Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, wait := blockCommitter(t, db)
+	const n = 10
+	errs := make(chan error, n)
+	stores := make([]*trove.Store, n)
+	for i := range stores {
+		stores[i] = newStore(i)
+		go func() {
+			errs <- db.Write(context.Background(), func(tx storage.Tx) error {
+				return tx.StoreInsert(context.Background(), stores[i])
+			})
+		}()
+	}
+	waitQueued(t, db, n)
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	for {
+		db.mu.RLock()
+		c := db.closed
+		db.mu.RUnlock()
+		if c {
+			break
+		}
+		runtime.Gosched()
+	}
+	// New work is refused while the queue drains.
+	err = db.Write(context.Background(), func(storage.Tx) error { return nil })
+	if trove.ErrorCode(err) != trove.EUNAVAILABLE {
+		t.Errorf("Write during Close: %v, want EUNAVAILABLE", err)
+	}
+	release()
+	if err := wait(); err != nil {
+		t.Errorf("blocking Write: %v", err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("queued Write: %v", err)
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := db.Read(context.Background(), func(storage.Tx) error { return nil }); trove.ErrorCode(err) != trove.EUNAVAILABLE {
+		t.Errorf("Read after Close: %v, want EUNAVAILABLE", err)
+	}
+	db2, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	for _, s := range stores {
+		if !storeExists(t, db2, s.ID) {
+			t.Errorf("store %s queued before Close is missing", s.Name)
+		}
+	}
+}
+
+func TestTxUnusableAfterFnReturns(t *testing.T) {
+	db := openInternal(t, Options{})
+	ctx := context.Background()
+	var leaked storage.Tx
+	if err := db.Write(ctx, func(tx storage.Tx) error { leaked = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaked.StoreInsert(ctx, newStore(1)); !errors.Is(err, errTxEnded) {
+		t.Errorf("StoreInsert on a leaked write Tx: %v, want errTxEnded", err)
+	}
+	if err := db.Read(ctx, func(tx storage.Tx) error { leaked = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaked.StoreGet(ctx, "w", "x"); !errors.Is(err, errTxEnded) {
+		t.Errorf("StoreGet on a leaked read Tx: %v, want errTxEnded", err)
+	}
+}
+
+func TestBusyDatabaseIsUnavailable(t *testing.T) {
+	db := openInternal(t, Options{BusyTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	// Another process (here: another connection) holds the write lock.
+	other, err := sql.Open("sqlite", dsn(db.Path(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(1)
+	err = db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) })
+	if trove.ErrorCode(err) != trove.EUNAVAILABLE {
+		t.Errorf("Write while another connection holds the lock: %v, want EUNAVAILABLE", err)
+	}
+	// Readers are not blocked by a writer (WAL).
+	if err := db.Read(ctx, func(tx storage.Tx) error {
+		_, err := tx.StoreList(ctx, storage.StoreListParams{WorkspaceID: "wrkspc_t"})
+		return err
+	}); err != nil {
+		t.Errorf("Read while another connection holds the write lock: %v", err)
+	}
+	if _, err := c.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Errorf("Write once the lock is free: %v", err)
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	coded := trove.Errorf(trove.EPRECONDITION, "x")
+	plain := errors.New("plain")
+	for _, c := range []struct {
+		err  error
+		code string
+	}{
+		{sql.ErrNoRows, trove.ENOTFOUND},
+		{fmt.Errorf("wrapped: %w", sql.ErrNoRows), trove.ENOTFOUND},
+		{sql.ErrConnDone, trove.EUNAVAILABLE},
+		{errors.New("sql: database is closed"), trove.EUNAVAILABLE},
+		{context.Canceled, trove.EUNAVAILABLE},
+		{context.DeadlineExceeded, trove.EUNAVAILABLE},
+		{coded, trove.EPRECONDITION},
+		{plain, trove.EINTERNAL},
+	} {
+		if got := trove.ErrorCode(translate(c.err)); got != c.code {
+			t.Errorf("translate(%v) has code %q, want %q", c.err, got, c.code)
+		}
+	}
+	if translate(nil) != nil {
+		t.Error("translate(nil) != nil")
+	}
+	if translate(plain) != plain || translate(coded) != coded {
+		t.Error("translate changed an error it does not know")
+	}
+}
+
+// TestQueryPlansUseIndexes checks that the lookups the brief requires to be
+// index-driven never scan a table nor sort in a temporary B-tree.
+func TestQueryPlansUseIndexes(t *testing.T) {
+	db := openInternal(t, Options{})
+	ov := overlapQueries("memstore_1", "/a/b/c", "mem_1")
+	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	queries := map[string]sqlQuery{
+		"overlap exact+ancestors": ov[0],
+		"overlap descendants":     ov[1],
+		"list all":                memoryListQuery(storage.MemoryListParams{StoreID: "s", Limit: 20}),
+		"list prefix":             memoryListQuery(storage.MemoryListParams{StoreID: "s", Prefix: "/a/", Limit: 20}),
+		"list prefix from":        memoryListQuery(storage.MemoryListParams{StoreID: "s", Prefix: "/a/", From: "/a/m", Limit: 20, WithContent: true}),
+		"versions of store":       versionListQuery(storage.VersionListParams{StoreID: "s", Limit: 20}),
+		"versions paged":          versionListQuery(storage.VersionListParams{StoreID: "s", Before: &storage.Position{CreatedAt: ts, ID: "v"}, Limit: 20}),
+		"versions of memory":      versionListQuery(storage.VersionListParams{StoreID: "s", MemoryID: "m", Limit: 20}),
+		"versions of session":     versionListQuery(storage.VersionListParams{StoreID: "s", SessionID: "sesn", Limit: 20}),
+		"versions of api key":     versionListQuery(storage.VersionListParams{StoreID: "s", APIKeyID: "k", Limit: 20}),
+		"delete expired":          {deleteExpiredSQL, []any{int64(1)}},
+	}
+	for name, q := range queries {
+		rows, err := db.rdb.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "; ")
+		t.Logf("%s: %s", name, text)
+		if strings.Contains(text, "SCAN ") || strings.Contains(text, "TEMP B-TREE") || !strings.Contains(text, "INDEX") {
+			t.Errorf("%s: plan %q scans or sorts", name, text)
+		}
+	}
+}
+
+func TestParseMigrations(t *testing.T) {
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	for _, c := range []struct {
+		name    string
+		fs      fstest.MapFS
+		want    []int
+		wantErr string
+	}{
+		{"ok", fstest.MapFS{"m/0002_b.sql": file("B"), "m/0001_a.sql": file("A")}, []int{1, 2}, ""},
+		{"gap", fstest.MapFS{"m/0001_a.sql": file("A"), "m/0003_c.sql": file("C")}, nil, "without gaps"},
+		{"duplicate", fstest.MapFS{"m/0001_a.sql": file("A"), "m/0001_b.sql": file("B")}, nil, "without gaps"},
+		{"bad name", fstest.MapFS{"m/init.sql": file("A")}, nil, "bad migration file name"},
+		{"not sql", fstest.MapFS{"m/0001_a.txt": file("A")}, nil, "bad migration file name"},
+		{"zero", fstest.MapFS{"m/0000_a.sql": file("A")}, nil, "bad migration file name"},
+	} {
+		ms, err := parseMigrations(c.fs, "m")
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s: err %v, want one containing %q", c.name, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []int
+		for _, m := range ms {
+			got = append(got, m.version)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	if n, err := knownVersion(); err != nil || n < 1 {
+		t.Errorf("embedded migrations: %d, %v", n, err)
+	}
+}
+
+func TestPrefixEnd(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"/a/", "/a0", true},
+		{"/a", "/b", true},
+		{"/\u00e9", "/\xc3\xaa", true},
+		{"/a\xff", "/b", true},
+		{"\xff\xff", "", false},
+	} {
+		got, ok := prefixEnd(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("prefixEnd(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestBeforeKeyRoundsSubMicroseconds(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 1500, time.UTC) // 1.5µs
+	us, id := beforeKey(&storage.Position{CreatedAt: at, ID: "x"})
+	if us != at.UnixMicro()+1 || id != "" {
+		t.Errorf("beforeKey(1.5µs) = %d %q, want %d \"\"", us, id, at.UnixMicro()+1)
+	}
+	at = time.Date(2026, 1, 1, 0, 0, 0, 2000, time.UTC)
+	if us, id := beforeKey(&storage.Position{CreatedAt: at, ID: "x"}); us != at.UnixMicro() || id != "x" {
+		t.Errorf("beforeKey(2µs) = %d %q", us, id)
+	}
+	if got := ceilMicros(time.Date(2026, 1, 1, 0, 0, 0, 1500, time.UTC)); got != time.Date(2026, 1, 1, 0, 0, 0, 2000, time.UTC).UnixMicro() {
+		t.Errorf("ceilMicros(1.5µs) = %d", got)
+	}
+}
