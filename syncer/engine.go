@@ -154,6 +154,7 @@ type Engine struct {
 	rep    *Report
 	amu    sync.Mutex               // guards man.Entries, rep, pre, wrote, dirty during parallel actions
 	pre    map[string]*trove.Memory // contents prefetched for downloads
+	dirs   map[string]bool          // directories known to exist this round
 	wrote  bool                     // local files written since the last flush
 	dirty  bool
 }
@@ -280,6 +281,7 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 	e.rep.Listed = len(remote)
 	e.scan, e.remote = scan, remote
 	e.taken = map[string]bool{}
+	e.dirs = map[string]bool{}
 	for p := range scan.Files {
 		e.taken[p] = true
 	}
@@ -553,16 +555,25 @@ func (e *Engine) readExpect(p, sha string) ([]byte, error) {
 	return b, nil
 }
 
+func (e *Engine) hasDir(d string) bool {
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	return e.dirs[d]
+}
+
 // writeLocal atomically replaces the file at p with b, provided the file
 // still holds expectSHA ("" : provided it is still absent). It returns the
 // new file's stat key, or errRace when the local file changed.
 func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, error) {
 	r := rel(p)
 	dir := path.Dir(r)
-	if dir != "." {
+	if dir != "." && !e.hasDir(dir) {
 		if err := e.root.MkdirAll(dir, 0o755); err != nil {
 			return StatKey{}, fmt.Errorf("cannot create directory %s: %w", dir, err)
 		}
+		e.amu.Lock()
+		e.dirs[dir] = true
+		e.amu.Unlock()
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
@@ -782,6 +793,9 @@ func (e *Engine) removeEmptyParents(p string) {
 		if e.root.Remove(d) != nil { // fails unless empty
 			return
 		}
+		e.amu.Lock()
+		delete(e.dirs, d)
+		e.amu.Unlock()
 	}
 }
 

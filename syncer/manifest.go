@@ -145,10 +145,25 @@ func writeFileAtomic(dir, name string, b []byte, durable bool) error {
 type objects struct{ dir string }
 
 func (o objects) put(sha string, content []byte) error {
-	if _, err := os.Stat(filepath.Join(o.dir, sha)); err == nil {
-		return nil
+	// Written in place with O_EXCL: an object torn by a crash fails the hash
+	// check in get and is rewritten by the next put.
+	p := filepath.Join(o.dir, sha)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		if _, ok := o.get(sha); ok {
+			return nil
+		}
+		os.Remove(p)
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
-	return writeFileAtomic(o.dir, sha, content, false)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // get returns the object's bytes, or false when it is missing or corrupt.
