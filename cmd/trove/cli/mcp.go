@@ -219,6 +219,9 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, httpAddr 
 	}
 	stores, slugs, err := resolveStores(lookupCtx, svc, refs)
 	if err != nil {
+		if code := trove.ErrorCode(err); code != trove.EINTERNAL {
+			return errors.New(trove.ErrorMessage(err)) // a clean line for the user
+		}
 		return err
 	}
 	mounts := make([]mcpserver.Mount, len(stores))
