@@ -101,15 +101,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runConcurrent runs op b.N times over c goroutines (worker index given)
-// and reports ops/s and p99 latency.
-func runConcurrent(b *testing.B, c int, op func(worker, i int) error) {
-	b.Helper()
+// runOps runs op n times over c goroutines (worker index given) and
+// returns the elapsed time and every latency.
+func runOps(c, n int, op func(worker, i int) error) (time.Duration, []time.Duration, error) {
 	var next atomic.Int64
 	lat := make([][]time.Duration, c)
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	b.ResetTimer()
 	start := time.Now()
 	for w := range c {
 		wg.Add(1)
@@ -117,7 +115,7 @@ func runConcurrent(b *testing.B, c int, op func(worker, i int) error) {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= b.N {
+				if i >= n {
 					return
 				}
 				t0 := time.Now()
@@ -131,83 +129,180 @@ func runConcurrent(b *testing.B, c int, op func(worker, i int) error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
 	}
+	err, _ := failed.Load().(error)
+	return elapsed, all, err
+}
+
+func p99(all []time.Duration) float64 {
+	if len(all) == 0 {
+		return 0
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return float64(all[len(all)*99/100].Microseconds()) / 1000
+}
+
+// variant is one contender of an interleaved benchmark.
+type variant struct {
+	name string
+	op   func(worker, i int) error
+}
+
+// runInterleaved runs the variants in alternating rounds of 50 operations
+// until each has run b.N operations, so that load from other processes on
+// a shared machine falls on all of them alike, and reports each variant's
+// ops/s and p99 plus its rate relative to the first (the baseline).
+func runInterleaved(b *testing.B, c int, vs []variant) {
+	b.Helper()
+	const round = 50
+	elapsed := make([]time.Duration, len(vs))
+	lats := make([][]time.Duration, len(vs))
+	b.ResetTimer()
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		for i, v := range vs {
+			d, l, err := runOps(c, n, func(w, j int) error { return v.op(w, done+j) })
+			if err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			elapsed[i] += d
+			lats[i] = append(lats[i], l...)
+		}
+	}
+	b.StopTimer()
+	base := float64(b.N) / elapsed[0].Seconds()
+	for i, v := range vs {
+		rate := float64(b.N) / elapsed[i].Seconds()
+		b.ReportMetric(rate, v.name+"-ops/s")
+		b.ReportMetric(p99(lats[i]), v.name+"-p99-ms")
+		if i > 0 {
+			b.ReportMetric(rate/base, v.name+"/"+vs[0].name)
+		}
+	}
+}
+
+// runConcurrent runs op b.N times over c goroutines (worker index given)
+// and reports ops/s and p99 latency.
+func runConcurrent(b *testing.B, c int, op func(worker, i int) error) {
+	b.Helper()
+	b.ResetTimer()
+	elapsed, all, err := runOps(c, b.N, op)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
-	if len(all) > 0 {
-		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(p99(all), "p99-ms")
+}
+
+// The operations measured, per worker w and iteration i.
+
+func (e *benchEnv) rawWrite(w, i int) error {
+	ctx := context.Background()
+	m := e.mems[w]
+	now := time.Now()
+	content := []byte(fmt.Sprintf("raw %d", i))
+	vid := trove.NewID(trove.PrefixVersion, now)
+	return pgx.BeginFunc(ctx, e.db.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "UPDATE memories SET content = $2, size_bytes = $3, sha256 = $4, version_id = $5, updated_at = $6 WHERE id = $1",
+			m.ID, content, len(content), "sha", vid, now); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_by_type, created_by_id, created_at)
+			VALUES ($1, $2, $3, 'modified', $4, $5, $6, $7, 'api_actor', 'apikey_bench', $8)`,
+			vid, m.StoreID, m.ID, m.Path, content, len(content), "sha", now)
+		return err
+	})
+}
+
+func (e *benchEnv) driverWrite(w, i int) error {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	content := fmt.Sprintf("driver %d", i)
+	m := *e.mems[w]
+	m.Content, m.SizeBytes, m.SHA256 = &content, len(content), "sha"
+	m.VersionID, m.UpdatedAt = trove.NewID(trove.PrefixVersion, now), now
+	return e.db.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.MemoryUpdate(ctx, &m); err != nil {
+			return err
+		}
+		size, sum, path := m.SizeBytes, m.SHA256, m.Path
+		return tx.VersionInsert(ctx, &trove.MemoryVersion{
+			ID: m.VersionID, StoreID: m.StoreID, MemoryID: m.ID, Operation: trove.OpModified,
+			Path: &path, Content: &content, SizeBytes: &size, SHA256: &sum,
+			CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}, CreatedAt: now,
+		})
+	})
+}
+
+func (e *benchEnv) coreUpdate(w, i int) error {
+	content := fmt.Sprintf("core %d", i)
+	_, err := e.svc.UpdateMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.UpdateMemoryParams{Content: &content})
+	return err
+}
+
+func (e *benchEnv) rawRead(w, i int) error {
+	var content []byte
+	var sum string
+	return e.db.Pool().QueryRow(context.Background(), "SELECT content, sha256 FROM memories WHERE id = $1 AND store_id = $2", e.mems[w].ID, e.stores[w]).Scan(&content, &sum)
+}
+
+func (e *benchEnv) driverRead(w, i int) error {
+	ctx := context.Background()
+	return e.db.Read(ctx, func(tx storage.Tx) error {
+		_, err := tx.MemoryGet(ctx, e.stores[w], e.mems[w].ID, true)
+		return err
+	})
+}
+
+func (e *benchEnv) coreGet(w, i int) error {
+	_, err := e.svc.GetMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.ViewFull)
+	return err
+}
+
+// BenchmarkWrite interleaves raw pgx, driver and core writes (the ratios
+// are the figures to quote on a shared machine).
+func BenchmarkWrite(b *testing.B) {
+	e := setupBench(b)
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runInterleaved(b, c, []variant{{"raw", e.rawWrite}, {"driver", e.driverWrite}, {"core", e.coreUpdate}})
+		})
+	}
+}
+
+// BenchmarkRead interleaves raw pgx point reads, driver reads (a REPEATABLE
+// READ READ ONLY transaction) and core GetMemory.
+func BenchmarkRead(b *testing.B) {
+	e := setupBench(b)
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runInterleaved(b, c, []variant{{"raw", e.rawRead}, {"driver", e.driverRead}, {"core", e.coreGet}})
+		})
 	}
 }
 
 func BenchmarkRawPgxTxn(b *testing.B) {
 	e := setupBench(b)
-	ctx := context.Background()
 	for _, c := range benchConcurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runConcurrent(b, c, func(w, i int) error {
-				m := e.mems[w]
-				now := time.Now()
-				content := []byte(fmt.Sprintf("raw %d", i))
-				vid := trove.NewID(trove.PrefixVersion, now)
-				return pgx.BeginFunc(ctx, e.db.Pool(), func(tx pgx.Tx) error {
-					if _, err := tx.Exec(ctx, "UPDATE memories SET content = $2, size_bytes = $3, sha256 = $4, version_id = $5, updated_at = $6 WHERE id = $1",
-						m.ID, content, len(content), "sha", vid, now); err != nil {
-						return err
-					}
-					_, err := tx.Exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_by_type, created_by_id, created_at)
-						VALUES ($1, $2, $3, 'modified', $4, $5, $6, $7, 'api_actor', 'apikey_bench', $8)`,
-						vid, m.StoreID, m.ID, m.Path, content, len(content), "sha", now)
-					return err
-				})
-			})
-		})
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.rawWrite) })
 	}
 }
 
 func BenchmarkDriverWrite(b *testing.B) {
 	e := setupBench(b)
-	ctx := context.Background()
 	for _, c := range benchConcurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runConcurrent(b, c, func(w, i int) error {
-				now := time.Now().UTC()
-				content := fmt.Sprintf("driver %d", i)
-				m := *e.mems[w]
-				m.Content, m.SizeBytes, m.SHA256 = &content, len(content), "sha"
-				m.VersionID, m.UpdatedAt = trove.NewID(trove.PrefixVersion, now), now
-				return e.db.Write(ctx, func(tx storage.Tx) error {
-					if err := tx.MemoryUpdate(ctx, &m); err != nil {
-						return err
-					}
-					size, sum, path := m.SizeBytes, m.SHA256, m.Path
-					return tx.VersionInsert(ctx, &trove.MemoryVersion{
-						ID: m.VersionID, StoreID: m.StoreID, MemoryID: m.ID, Operation: trove.OpModified,
-						Path: &path, Content: &content, SizeBytes: &size, SHA256: &sum,
-						CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}, CreatedAt: now,
-					})
-				})
-			})
-		})
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.driverWrite) })
 	}
 }
 
 func BenchmarkCoreUpdate(b *testing.B) {
 	e := setupBench(b)
 	for _, c := range benchConcurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runConcurrent(b, c, func(w, i int) error {
-				content := fmt.Sprintf("core %d", i)
-				_, err := e.svc.UpdateMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.UpdateMemoryParams{Content: &content})
-				return err
-			})
-		})
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.coreUpdate) })
 	}
 }
 
@@ -237,41 +332,21 @@ func BenchmarkCoreUpdateOneStore(b *testing.B) {
 
 func BenchmarkRawPgxRead(b *testing.B) {
 	e := setupBench(b)
-	ctx := context.Background()
 	for _, c := range benchConcurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runConcurrent(b, c, func(w, i int) error {
-				var content []byte
-				var sum string
-				return e.db.Pool().QueryRow(ctx, "SELECT content, sha256 FROM memories WHERE id = $1 AND store_id = $2", e.mems[w].ID, e.stores[w]).Scan(&content, &sum)
-			})
-		})
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.rawRead) })
 	}
 }
 
 func BenchmarkDriverRead(b *testing.B) {
 	e := setupBench(b)
-	ctx := context.Background()
 	for _, c := range benchConcurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runConcurrent(b, c, func(w, i int) error {
-				return e.db.Read(ctx, func(tx storage.Tx) error {
-					_, err := tx.MemoryGet(ctx, e.stores[w], e.mems[w].ID, true)
-					return err
-				})
-			})
-		})
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.driverRead) })
 	}
 }
 
 func BenchmarkCoreGet(b *testing.B) {
 	e := setupBench(b)
 	for _, c := range benchConcurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runConcurrent(b, c, func(w, i int) error {
-				_, err := e.svc.GetMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.ViewFull)
-				return err
-			})
-		})
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.coreGet) })
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -145,7 +144,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // errors are translated (EUNAVAILABLE when the database is unreachable).
 func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	return db.withConn(ctx, func(c *pgxpool.Conn) error {
-		return db.runTx(ctx, c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+		return db.runTx(ctx, c, beginRead, fn)
 	})
 }
 
@@ -159,7 +158,7 @@ func (db *DB) Write(ctx context.Context, fn func(storage.Tx) error) error {
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		err = db.withConn(ctx, func(c *pgxpool.Conn) error {
-			return db.runTx(ctx, c, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}, fn)
+			return db.runTx(ctx, c, beginWrite, fn)
 		})
 		if !isRetryable(err) {
 			return err
@@ -207,31 +206,27 @@ type beginError struct {
 func (e *beginError) Error() string { return e.err.Error() }
 func (e *beginError) Unwrap() error { return e.err }
 
-// runTx runs fn in one transaction on c and returns fn's error as is, or a
-// translated database error.
-func (db *DB) runTx(ctx context.Context, c *pgxpool.Conn, o pgx.TxOptions, fn func(storage.Tx) error) (err error) {
-	ptx, err := c.BeginTx(ctx, o)
-	if err != nil {
-		return &beginError{err: translate(err), retry: c.Conn().IsClosed()}
-	}
-	defer func() {
-		if err != nil {
-			// Rollback on a broken connection fails too; the pool drops it.
-			_ = ptx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
+// BEGIN statements of Read and Write transactions.
+const (
+	beginRead  = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	beginWrite = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
+)
+
+// runTx runs fn in one transaction on c, begun with beginSQL (pipelined with
+// fn's first statement), and returns fn's error as is or a translated
+// database error. A panic in fn rolls back and becomes EINTERNAL.
+func (db *DB) runTx(ctx context.Context, c *pgxpool.Conn, beginSQL string, fn func(storage.Tx) error) (err error) {
+	t := &tx{conn: c.Conn(), beginSQL: beginSQL}
 	defer func() {
 		if p := recover(); p != nil {
-			err = &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic in transaction: %v", p)}
+			err = t.finish(ctx, &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic in transaction: %v", p)})
 		}
 	}()
-	if err := fn(&tx{tx: ptx}); err != nil {
-		return translate(err)
+	err = t.finish(ctx, fn(t))
+	if err != nil && t.beginFailed {
+		return &beginError{err: translate(err), retry: c.Conn().IsClosed()}
 	}
-	if err := ptx.Commit(ctx); err != nil {
-		return translate(err)
-	}
-	return nil
+	return translate(err)
 }
 
 // isRetryable reports whether err is a serialization failure or deadlock

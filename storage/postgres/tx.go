@@ -18,7 +18,10 @@ import (
 // translated errors. After a method returns a database error (not ENOTFOUND)
 // the PostgreSQL transaction is aborted, so fn should return that error.
 type tx struct {
-	tx pgx.Tx
+	conn        *pgx.Conn
+	beginSQL    string // BEGIN with the isolation level and access mode
+	sent        bool   // BEGIN was sent
+	beginFailed bool   // BEGIN failed: nothing ran
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -183,7 +186,7 @@ func (t *tx) StoreInsert(ctx context.Context, s *trove.Store) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(ctx, "INSERT INTO stores ("+storeCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	_, err = t.exec(ctx, "INSERT INTO stores ("+storeCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 		s.ID, s.WorkspaceID, s.Name, s.Description, meta, s.CreatedAt, s.UpdatedAt, s.ArchivedAt)
 	return translate(err)
 }
@@ -200,7 +203,7 @@ func (t *tx) StoreLock(ctx context.Context, workspaceID, id string) (*trove.Stor
 }
 
 func (t *tx) storeGet(ctx context.Context, workspaceID, id, suffix string) (*trove.Store, error) {
-	s, err := scanStore(t.tx.QueryRow(ctx, "SELECT "+storeCols+" FROM stores WHERE id = $1 AND workspace_id = $2"+suffix, id, workspaceID))
+	s, err := scanStore(t.queryRow(ctx, "SELECT "+storeCols+" FROM stores WHERE id = $1 AND workspace_id = $2"+suffix, id, workspaceID))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("memory store")
 	}
@@ -214,7 +217,7 @@ func (t *tx) StoreUpdate(ctx context.Context, s *trove.Store) error {
 	if err != nil {
 		return err
 	}
-	tag, err := t.tx.Exec(ctx, "UPDATE stores SET name = $2, description = $3, metadata = $4, updated_at = $5, archived_at = $6 WHERE id = $1",
+	tag, err := t.exec(ctx, "UPDATE stores SET name = $2, description = $3, metadata = $4, updated_at = $5, archived_at = $6 WHERE id = $1",
 		s.ID, s.Name, s.Description, meta, s.UpdatedAt, s.ArchivedAt)
 	if err != nil {
 		return translate(err)
@@ -236,7 +239,7 @@ func (t *tx) StoreList(ctx context.Context, p storage.StoreListParams) ([]trove.
 	w.before(p.Before)
 	q := "SELECT " + storeCols + " FROM stores WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
 	q += w.limit(p.Limit)
-	rows, err := t.tx.Query(ctx, q, w.args...)
+	rows, err := t.query(ctx, q, w.args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -255,7 +258,7 @@ func (t *tx) StoreList(ctx context.Context, p storage.StoreListParams) ([]trove.
 // StoreDelete deletes a store; its memories and versions go with it (ON
 // DELETE CASCADE). ENOTFOUND if there is no such store.
 func (t *tx) StoreDelete(ctx context.Context, id string) error {
-	tag, err := t.tx.Exec(ctx, "DELETE FROM stores WHERE id = $1", id)
+	tag, err := t.exec(ctx, "DELETE FROM stores WHERE id = $1", id)
 	if err != nil {
 		return translate(err)
 	}
@@ -311,7 +314,7 @@ func (t *tx) MemoryInsert(ctx context.Context, m *trove.Memory) error {
 	if m.Content == nil {
 		return fmt.Errorf("postgres: MemoryInsert of %s without content", m.ID)
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO memories (id, store_id, path, content, size_bytes, sha256, version_id, created_at, updated_at)
+	tag, err := t.exec(ctx, `INSERT INTO memories (id, store_id, path, content, size_bytes, sha256, version_id, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (store_id, path) DO NOTHING`,
 		m.ID, m.StoreID, m.Path, contentBytes(m.Content), m.SizeBytes, m.SHA256, m.VersionID, m.CreatedAt, m.UpdatedAt)
 	if err != nil {
@@ -319,7 +322,7 @@ func (t *tx) MemoryInsert(ctx context.Context, m *trove.Memory) error {
 	}
 	if tag.RowsAffected() == 0 {
 		e := &trove.Error{Code: trove.EPATHCONFLICT, Message: fmt.Sprintf("a memory already exists at path %q", m.Path), ConflictingPath: m.Path}
-		if err := t.tx.QueryRow(ctx, "SELECT id FROM memories WHERE store_id = $1 AND path = $2", m.StoreID, m.Path).Scan(&e.ConflictingMemoryID); err != nil && err != pgx.ErrNoRows {
+		if err := t.queryRow(ctx, "SELECT id FROM memories WHERE store_id = $1 AND path = $2", m.StoreID, m.Path).Scan(&e.ConflictingMemoryID); err != nil && err != pgx.ErrNoRows {
 			return translate(err)
 		}
 		return e
@@ -338,7 +341,7 @@ func translateFK(err error, what string) error {
 
 // MemoryGet returns a live memory of storeID, or ENOTFOUND.
 func (t *tx) MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error) {
-	m, err := scanMemory(t.tx.QueryRow(ctx, "SELECT "+memCols(withContent)+" FROM memories WHERE id = $1 AND store_id = $2", id, storeID))
+	m, err := scanMemory(t.queryRow(ctx, "SELECT "+memCols(withContent)+" FROM memories WHERE id = $1 AND store_id = $2", id, storeID))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("memory")
 	}
@@ -347,7 +350,7 @@ func (t *tx) MemoryGet(ctx context.Context, storeID, id string, withContent bool
 
 // MemoryGetByPath returns the live memory at path, or ENOTFOUND.
 func (t *tx) MemoryGetByPath(ctx context.Context, storeID, path string, withContent bool) (*trove.Memory, error) {
-	m, err := scanMemory(t.tx.QueryRow(ctx, "SELECT "+memCols(withContent)+" FROM memories WHERE store_id = $1 AND path = $2", storeID, path))
+	m, err := scanMemory(t.queryRow(ctx, "SELECT "+memCols(withContent)+" FROM memories WHERE store_id = $1 AND path = $2", storeID, path))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("memory")
 	}
@@ -361,7 +364,7 @@ func (t *tx) MemoryUpdate(ctx context.Context, m *trove.Memory) error {
 	if m.Content == nil {
 		return fmt.Errorf("postgres: MemoryUpdate of %s without content", m.ID)
 	}
-	tag, err := t.tx.Exec(ctx, `UPDATE memories SET path = $3, content = $4, size_bytes = $5, sha256 = $6, version_id = $7, updated_at = $8
+	tag, err := t.exec(ctx, `UPDATE memories SET path = $3, content = $4, size_bytes = $5, sha256 = $6, version_id = $7, updated_at = $8
 		WHERE id = $1 AND store_id = $2`,
 		m.ID, m.StoreID, m.Path, contentBytes(m.Content), m.SizeBytes, m.SHA256, m.VersionID, m.UpdatedAt)
 	if err != nil {
@@ -380,7 +383,7 @@ func (t *tx) MemoryUpdate(ctx context.Context, m *trove.Memory) error {
 
 // MemoryDelete deletes a live memory; ENOTFOUND if there is none.
 func (t *tx) MemoryDelete(ctx context.Context, storeID, id string) error {
-	tag, err := t.tx.Exec(ctx, "DELETE FROM memories WHERE id = $1 AND store_id = $2", id, storeID)
+	tag, err := t.exec(ctx, "DELETE FROM memories WHERE id = $1 AND store_id = $2", id, storeID)
 	if err != nil {
 		return translate(err)
 	}
@@ -393,7 +396,7 @@ func (t *tx) MemoryDelete(ctx context.Context, storeID, id string) error {
 // MemoryCount counts a store's live memories.
 func (t *tx) MemoryCount(ctx context.Context, storeID string) (int, error) {
 	var n int
-	err := t.tx.QueryRow(ctx, "SELECT count(*) FROM memories WHERE store_id = $1", storeID).Scan(&n)
+	err := t.queryRow(ctx, "SELECT count(*) FROM memories WHERE store_id = $1", storeID).Scan(&n)
 	return n, translate(err)
 }
 
@@ -415,7 +418,7 @@ func ancestors(p string) []string {
 // the path and its ancestors, a range [path+"/", path+"0") for descendants.
 func (t *tx) MemoryFindOverlap(ctx context.Context, storeID, path, excludeID string) (*trove.Memory, error) {
 	same := append(ancestors(path), path)
-	m, err := scanMemory(t.tx.QueryRow(ctx, "SELECT "+memColsBasic+` FROM memories
+	m, err := scanMemory(t.queryRow(ctx, "SELECT "+memColsBasic+` FROM memories
 		WHERE store_id = $1 AND id <> $2 AND (path = ANY($3::text[]) OR (path >= $4 AND path < $5))
 		ORDER BY path LIMIT 1`, storeID, excludeID, same, path+"/", path+"0"))
 	if err == pgx.ErrNoRows {
@@ -471,7 +474,7 @@ func (t *tx) MemoryList(ctx context.Context, p storage.MemoryListParams) ([]trov
 	}
 	q := "SELECT " + memCols(p.WithContent) + " FROM memories WHERE " + w.sql() + " ORDER BY path"
 	q += w.limit(p.Limit)
-	rows, err := t.tx.Query(ctx, q, w.args...)
+	rows, err := t.query(ctx, q, w.args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -524,7 +527,7 @@ func scanVersion(r scanner) (*trove.MemoryVersion, error) {
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID := actorCols(v.CreatedBy)
 	rbType, rbID := actorCols(v.RedactedBy)
-	_, err := t.tx.Exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
+	_, err := t.exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
 		created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		v.ID, v.StoreID, v.MemoryID, string(v.Operation), v.Path, contentBytes(v.Content), v.SizeBytes, v.SHA256,
@@ -534,7 +537,7 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 
 // VersionGet returns a version of storeID, or ENOTFOUND.
 func (t *tx) VersionGet(ctx context.Context, storeID, id string, withContent bool) (*trove.MemoryVersion, error) {
-	v, err := scanVersion(t.tx.QueryRow(ctx, "SELECT "+versionCols(withContent)+" FROM versions WHERE id = $1 AND store_id = $2", id, storeID))
+	v, err := scanVersion(t.queryRow(ctx, "SELECT "+versionCols(withContent)+" FROM versions WHERE id = $1 AND store_id = $2", id, storeID))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("memory version")
 	}
@@ -564,7 +567,7 @@ func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]tr
 	w.before(p.Before)
 	q := "SELECT " + versionCols(p.WithContent) + " FROM versions WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
 	q += w.limit(p.Limit)
-	rows, err := t.tx.Query(ctx, q, w.args...)
+	rows, err := t.query(ctx, q, w.args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -584,7 +587,7 @@ func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]tr
 // redacted_at/redacted_by; ENOTFOUND if storeID has no such version.
 func (t *tx) VersionRedact(ctx context.Context, storeID, id string, at time.Time, by trove.Actor) error {
 	bt, bi := actorCols(&by)
-	tag, err := t.tx.Exec(ctx, `UPDATE versions SET path = NULL, content = NULL, size_bytes = NULL, sha256 = NULL,
+	tag, err := t.exec(ctx, `UPDATE versions SET path = NULL, content = NULL, size_bytes = NULL, sha256 = NULL,
 		redacted_at = $3, redacted_by_type = $4, redacted_by_id = $5 WHERE id = $1 AND store_id = $2`,
 		id, storeID, at, bt, bi)
 	if err != nil {
@@ -599,7 +602,7 @@ func (t *tx) VersionRedact(ctx context.Context, storeID, id string, at time.Time
 // VersionDeleteExpired deletes versions created before cutoff, except those
 // that are the current version of a live memory, and returns how many.
 func (t *tx) VersionDeleteExpired(ctx context.Context, cutoff time.Time) (int, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM versions v WHERE v.created_at < $1
+	tag, err := t.exec(ctx, `DELETE FROM versions v WHERE v.created_at < $1
 		AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.version_id = v.id)`, cutoff)
 	if err != nil {
 		return 0, translate(err)
@@ -623,14 +626,14 @@ func scanKey(r scanner) (*trove.APIKey, error) {
 
 // KeyInsert stores k with the SHA-256 of its secret.
 func (t *tx) KeyInsert(ctx context.Context, k *trove.APIKey, secretHash []byte) error {
-	_, err := t.tx.Exec(ctx, "INSERT INTO api_keys (id, workspace_id, name, hint, secret_hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	_, err := t.exec(ctx, "INSERT INTO api_keys (id, workspace_id, name, hint, secret_hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		k.ID, k.WorkspaceID, k.Name, k.Hint, secretHash, k.CreatedAt, k.RevokedAt)
 	return translate(err)
 }
 
 // KeyGetByHash finds a key (revoked ones too) by secret hash, or ENOTFOUND.
 func (t *tx) KeyGetByHash(ctx context.Context, secretHash []byte) (*trove.APIKey, error) {
-	k, err := scanKey(t.tx.QueryRow(ctx, "SELECT "+keyCols+" FROM api_keys WHERE secret_hash = $1", secretHash))
+	k, err := scanKey(t.queryRow(ctx, "SELECT "+keyCols+" FROM api_keys WHERE secret_hash = $1", secretHash))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("API key")
 	}
@@ -639,7 +642,7 @@ func (t *tx) KeyGetByHash(ctx context.Context, secretHash []byte) (*trove.APIKey
 
 // KeyList lists keys, all workspaces when workspaceID is "", oldest first.
 func (t *tx) KeyList(ctx context.Context, workspaceID string) ([]trove.APIKey, error) {
-	rows, err := t.tx.Query(ctx, "SELECT "+keyCols+" FROM api_keys WHERE $1 = '' OR workspace_id = $1 ORDER BY created_at, id", workspaceID)
+	rows, err := t.query(ctx, "SELECT "+keyCols+" FROM api_keys WHERE $1 = '' OR workspace_id = $1 ORDER BY created_at, id", workspaceID)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -657,7 +660,7 @@ func (t *tx) KeyList(ctx context.Context, workspaceID string) ([]trove.APIKey, e
 
 // KeyRevoke sets revoked_at; ENOTFOUND for an unknown key.
 func (t *tx) KeyRevoke(ctx context.Context, id string, at time.Time) error {
-	tag, err := t.tx.Exec(ctx, "UPDATE api_keys SET revoked_at = $2 WHERE id = $1", id, at)
+	tag, err := t.exec(ctx, "UPDATE api_keys SET revoked_at = $2 WHERE id = $1", id, at)
 	if err != nil {
 		return translate(err)
 	}
@@ -695,7 +698,10 @@ func (t *tx) SessionInsert(ctx context.Context, s *trove.Session, tokenHash []by
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			s.ID, i, st.StoreID, string(st.Access), st.Name, st.Description, st.Instructions, st.MountPath)
 	}
-	return translate(t.tx.SendBatch(ctx, b).Close())
+	if err := t.ensureBegun(ctx); err != nil {
+		return translate(err)
+	}
+	return translate(t.conn.SendBatch(ctx, b).Close())
 }
 
 // loadStores fills the Stores of sessions, in attach order.
@@ -709,7 +715,7 @@ func (t *tx) loadStores(ctx context.Context, sessions []*trove.Session) error {
 		ids[i] = s.ID
 		byID[s.ID] = s
 	}
-	rows, err := t.tx.Query(ctx, `SELECT session_id, store_id, access, name, description, instructions, mount_path
+	rows, err := t.query(ctx, `SELECT session_id, store_id, access, name, description, instructions, mount_path
 		FROM session_stores WHERE session_id = ANY($1::text[]) ORDER BY session_id, ord`, ids)
 	if err != nil {
 		return translate(err)
@@ -730,7 +736,7 @@ func (t *tx) loadStores(ctx context.Context, sessions []*trove.Session) error {
 }
 
 func (t *tx) sessionGet(ctx context.Context, q string, args ...any) (*trove.Session, error) {
-	s, err := scanSession(t.tx.QueryRow(ctx, q, args...))
+	s, err := scanSession(t.queryRow(ctx, q, args...))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("session")
 	}
@@ -764,7 +770,7 @@ func (t *tx) SessionList(ctx context.Context, p storage.SessionListParams) ([]tr
 	w.before(p.Before)
 	q := "SELECT " + sessionCols + " FROM sessions WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
 	q += w.limit(p.Limit)
-	rows, err := t.tx.Query(ctx, q, w.args...)
+	rows, err := t.query(ctx, q, w.args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -795,7 +801,7 @@ func (t *tx) SessionList(ctx context.Context, p storage.SessionListParams) ([]tr
 // session.
 func (t *tx) SessionEnd(ctx context.Context, id string, at time.Time) error {
 	var found bool
-	err := t.tx.QueryRow(ctx, `WITH u AS (UPDATE sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL RETURNING 1)
+	err := t.queryRow(ctx, `WITH u AS (UPDATE sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL RETURNING 1)
 		SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, id, at).Scan(&found)
 	if err != nil {
 		return translate(err)
