@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/syncer"
+)
+
+func init() { register(newSessionCmd) }
+
+// mounter makes one attached store available as a directory for the length
+// of a session. The copy engine (syncer) is the portable implementation; a
+// FUSE mount can replace it where the kernel allows, behind this seam.
+type mounter interface {
+	// Mount prepares spec.Dir with the store's contents (it returns only
+	// once the agent can read them) and returns the running mount.
+	Mount(ctx context.Context, spec mountSpec) (mount, error)
+}
+
+// mount is a store made available by a mounter.
+type mount interface {
+	// Run keeps the directory and the store in sync until ctx is done, then
+	// flushes (bounded) and returns.
+	Run(ctx context.Context) error
+	// Close releases the mount's resources after Run returned.
+	Close() error
+}
+
+// mountSpec is what a mounter needs for one attached store. Services act
+// with the session's credential.
+type mountSpec struct {
+	Store     trove.SessionStore
+	Dir       string
+	StateDir  string
+	SessionID string
+	Services  trove.Services
+	Interval  time.Duration
+	Logger    *slog.Logger
+}
+
+// copyMounter mounts by copying: download, then the sync engine.
+type copyMounter struct {
+	stderr io.Writer
+}
+
+type copyMount struct{ eng *syncer.Engine }
+
+func (m copyMount) Run(ctx context.Context) error { return m.eng.Run(ctx) }
+func (m copyMount) Close() error                  { return m.eng.Close() }
+
+func (c copyMounter) Mount(ctx context.Context, s mountSpec) (mount, error) {
+	name := s.Store.Name
+	eng, err := syncer.New(syncer.Options{
+		Services: s.Services, StoreID: s.Store.StoreID, Dir: s.Dir, StateDir: s.StateDir,
+		ReadOnly: s.Store.Access == trove.AccessReadOnly, SessionID: s.SessionID,
+		Interval: s.Interval, Logger: s.Logger.With("mount", s.Dir),
+		OnPass: func(r *syncer.Report, err error) {
+			if c.stderr != nil && (err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined) > 0 || r.Counts[syncer.KindRefuse] > 0) {
+				fmt.Fprintf(c.stderr, "[trove %s] ", name)
+				printReport(c.stderr, r, err, false)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := eng.Sync(ctx)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("downloading store %q into %s: %w", name, s.Dir, err)
+	}
+	if len(rep.Errors) > 0 {
+		eng.Close()
+		return nil, fmt.Errorf("downloading store %q into %s: %s: %s", name, s.Dir, rep.Errors[0].Path, rep.Errors[0].Reason)
+	}
+	return copyMount{eng}, nil
+}
+
+func newSessionCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "Run agents in sessions with memory stores attached",
+	}
+	cmd.AddCommand(newSessionRunCmd(e))
+	return cmd
+}
+
+func newSessionRunCmd(e *env) *cobra.Command {
+	var (
+		sf       storeFlags
+		refs     []string
+		instr    []string
+		root     string
+		state    string
+		interval time.Duration
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run --store NAME_OR_ID[:ro] [--store …] [--root DIR] -- CMD [ARGS…]",
+		Short: "Run a command in a new session with stores synced as directories",
+		Long: `session run creates a session with the given stores attached (":ro" for
+read-only), lays each out as <root>/<slug> from its mount path, downloads it,
+writes the system-prompt note to <root>/MEMORY_STORES.md and TROVE_MEMORY_PROMPT,
+and runs CMD with:
+
+  TROVE_API_KEY        the session's own credential (never the workspace key)
+  TROVE_SESSION_ID     the session ID
+  TROVE_MEMORY_ROOT    the root directory
+  TROVE_MEMORY_PROMPT  the note describing the stores
+
+The directories are synced while CMD runs (file changes, and at least every
+--interval) and flushed when it exits; then the session ends. Writes become
+versions attributed to the session. The exit code is CMD's.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 0 {
+				return &exitError{code: 2, err: errors.New("session run: put the command after --, e.g. trove session run --store notes -- claude")}
+			}
+			if len(refs) == 0 {
+				return &exitError{code: 2, err: errors.New("session run: give at least one --store")}
+			}
+			return runSession(e, cmd, &sf, refs, instr, root, state, interval, verbose, args, copyMounter{stderr: e.stderr})
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&refs, "store", nil, "store name or ID to attach, :ro for read-only (repeatable)")
+	f.StringArrayVar(&instr, "instructions", nil, "instructions for the store at the same position (repeatable)")
+	f.StringVar(&root, "root", "", "directory holding one directory per store (default: a new directory under $TMPDIR)")
+	f.StringVar(&state, "state", "", "state directory for sync manifests (default $XDG_STATE_HOME/trove/sessions/<session>)")
+	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between sync passes while CMD runs")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log every sync action")
+	return cmd
+}
+
+func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string, root, state string, interval time.Duration, verbose bool, args []string, mnt mounter) error {
+	ctx := e.ctx
+	svc, p, closeFn, err := sf.openServices(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if p != nil {
+		ctx = trove.WithPrincipal(ctx, p)
+	}
+	sessions, ok := svc.(trove.SessionService)
+	if !ok {
+		return errors.New("session run: this backend cannot create sessions")
+	}
+	var names []string
+	var access []trove.Access
+	for _, r := range refs {
+		ref, ro, err := parseStoreRef(r)
+		if err != nil {
+			return err
+		}
+		names = append(names, ref)
+		access = append(access, map[bool]trove.Access{true: trove.AccessReadOnly, false: trove.AccessReadWrite}[ro])
+	}
+	stores, _, err := resolveStores(ctx, svc, names)
+	if err != nil {
+		return err
+	}
+	var attach []trove.AttachStoreParams
+	for i, st := range stores {
+		a := trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
+		if i < len(instr) {
+			a.Instructions = instr[i]
+		}
+		attach = append(attach, a)
+	}
+	sess, token, err := sessions.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
+	if err != nil {
+		return err
+	}
+	// The session ends whatever happens, with a context that survives the
+	// signal that may have stopped us.
+	endCtx := context.WithoutCancel(ctx)
+	defer func() {
+		if _, err := sessions.EndSession(endCtx, sess.ID); err != nil {
+			fmt.Fprintf(e.stderr, "trove: ending session %s: %s\n", sess.ID, trove.ErrorMessage(err))
+		}
+	}()
+
+	// The session's own credential for everything the mounts do.
+	var sessSvc trove.Services
+	sctx := ctx
+	if sf.url != "" {
+		sessSvc = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
+	} else {
+		auth, ok := svc.(trove.Authenticator)
+		if !ok {
+			return errors.New("session run: this backend cannot authenticate session tokens")
+		}
+		sp, err := auth.Authenticate(ctx, token)
+		if err != nil {
+			return err
+		}
+		sessSvc, sctx = svc, trove.WithPrincipal(ctx, sp)
+	}
+
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "trove-"+sess.ID)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return err
+	}
+	if state == "" {
+		state = filepath.Join(stateHome(), "trove", "sessions", sess.ID)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("session run: cannot create %s: %w", root, err)
+	}
+	log := cliLogger(e.stderr, verbose)
+	var mounts []mount
+	defer func() {
+		for _, m := range mounts {
+			m.Close()
+		}
+	}()
+	var dirs []string
+	for _, ss := range sess.Stores {
+		dir := filepath.Join(root, path.Base(ss.MountPath))
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			return fmt.Errorf("session run: %s already exists and is not empty; remove it or choose another --root", dir)
+		}
+		m, err := mnt.Mount(sctx, mountSpec{
+			Store: ss, Dir: dir, StateDir: filepath.Join(state, ss.StoreID), SessionID: sess.ID,
+			Services: sessSvc, Interval: interval, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		mounts = append(mounts, m)
+		dirs = append(dirs, dir)
+	}
+	note := memoryNote(sess.Stores, dirs, trove.DefaultLimits().MaxContentBytes)
+	if err := writeFileAtomic(filepath.Join(root, "MEMORY_STORES.md"), []byte(note), 0o644); err != nil {
+		return fmt.Errorf("session run: writing the memory note: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "trove: session %s: %d store(s) under %s\n", sess.ID, len(mounts), root)
+
+	// Keep the stores in sync while CMD runs.
+	runCtx, stopSync := context.WithCancel(sctx)
+	var wg sync.WaitGroup
+	for _, m := range mounts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.Run(runCtx)
+		}()
+	}
+	child := exec.CommandContext(e.ctx, args[0], args[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = e.stdin, e.stdout, e.stderr
+	child.Env = sessionEnv(os.Environ(), token, sess.ID, root, note)
+	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
+	child.WaitDelay = 10 * time.Second
+	runErr := child.Run()
+	stopSync()
+	wg.Wait() // final flush of every mount
+
+	var xe *exec.ExitError
+	switch {
+	case runErr == nil:
+		return nil
+	case errors.As(runErr, &xe):
+		code := xe.ExitCode()
+		if code < 0 {
+			code = 128 + int(syscall.SIGTERM)
+		}
+		return &exitError{code: code, err: fmt.Errorf("%s exited with status %d", args[0], code)}
+	default:
+		return &exitError{code: 127, err: fmt.Errorf("cannot run %s: %w", args[0], runErr)}
+	}
+}
+
+// sessionEnv is env with the session's variables set and any workspace
+// credential removed.
+func sessionEnv(env []string, token, sessionID, root, note string) []string {
+	out := make([]string, 0, len(env)+4)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TROVE_API_KEY", "TROVE_SESSION_ID", "TROVE_MEMORY_ROOT", "TROVE_MEMORY_PROMPT":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out,
+		"TROVE_API_KEY="+token,
+		"TROVE_SESSION_ID="+sessionID,
+		"TROVE_MEMORY_ROOT="+root,
+		"TROVE_MEMORY_PROMPT="+note,
+	)
+}
+
+// memoryNote renders the system-prompt note (sync spec §9.8) from the
+// snapshotted attach fields, deterministically.
+func memoryNote(stores []trove.SessionStore, dirs []string, maxBytes int) string {
+	var b strings.Builder
+	b.WriteString("# Memory\n")
+	b.WriteString("Persistent memory stores are mounted as directories. Their contents survive\n")
+	b.WriteString("this session. Read them before starting; record durable learnings there.\n")
+	for i, s := range stores {
+		fmt.Fprintf(&b, "- %q at %s/ (%s)\n", s.Name, dirs[i], s.Access)
+		if s.Description != "" {
+			fmt.Fprintf(&b, "  Description: %s\n", oneLine(s.Description))
+		}
+		if s.Instructions != "" {
+			fmt.Fprintf(&b, "  Instructions: %s\n", oneLine(s.Instructions))
+		}
+	}
+	parent := filepath.Dir(dirs[0])
+	fmt.Fprintf(&b, "Only files under a store directory are saved; other paths under %s/\n", parent)
+	b.WriteString("are not synced. Read-only stores are restored if changed.")
+	fmt.Fprintf(&b, " Files must be UTF-8 text up to %d KB.\n", maxBytes/1024)
+	b.WriteString("If a sync conflict occurs, the store keeps the other version and yours is saved\n")
+	b.WriteString("next to it as <name>.conflict-….md.\n")
+	return b.String()
+}
+
+// oneLine indents the continuation lines of a field so it stays under its
+// bullet.
+func oneLine(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+	return strings.ReplaceAll(s, "\n", "\n    ")
+}

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/syncer"
+)
+
+func init() { register(newSyncCmd) }
+
+func newSyncCmd(e *env) *cobra.Command {
+	var (
+		sf       storeFlags
+		store    string
+		dir      string
+		state    string
+		interval time.Duration
+		once     bool
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sync --store NAME_OR_ID[:ro] --dir DIR",
+		Short: "Keep a local directory and a memory store in sync",
+		Long: `sync keeps DIR and a memory store in sync, without ever losing data.
+
+Changes made on one side reach the other. When a file changed on both sides,
+a clean line merge is pushed when possible; otherwise the store keeps its
+version and the local bytes are saved next to it as
+<name>.conflict-local-<UTC time><ext>, locally and in the store. A local
+delete reaches the store only after the file stayed gone for 30 s (at most a
+few deletes per pass). Files the store cannot accept (over 100 kB, not UTF-8,
+illegal paths) stay local and are reported. With ":ro" nothing is uploaded
+and local changes are moved to the state directory's quarantine.
+
+The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
+TROVE_API_KEY). The last agreed state lives in --state (outside DIR): keep it
+to resume after a crash without re-uploading or duplicating anything.
+
+Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
+(deletes are not delayed) and exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if store == "" || dir == "" {
+				return &exitError{code: 2, err: fmt.Errorf("sync: --store and --dir are required")}
+			}
+			ref, readOnly, err := parseStoreRef(store)
+			if err != nil {
+				return err
+			}
+			ctx := e.ctx
+			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if p != nil {
+				ctx = trove.WithPrincipal(ctx, p)
+			}
+			st, err := findStore(ctx, svc, ref)
+			if err != nil {
+				return err
+			}
+			absDir, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			if state == "" {
+				state = defaultSyncState(st.ID, absDir)
+			}
+			eng, err := syncer.New(syncer.Options{
+				Services: svc, StoreID: st.ID, Dir: absDir, StateDir: state, ReadOnly: readOnly,
+				Interval: interval, Logger: cliLogger(e.stderr, verbose),
+				OnPass: func(r *syncer.Report, err error) { printReport(e.stderr, r, err, false) },
+			})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			mode := "read_write"
+			if readOnly {
+				mode = "read_only"
+			}
+			fmt.Fprintf(e.stderr, "syncing %s with store %q (%s, %s); state in %s\n", absDir, st.Name, st.ID, mode, state)
+			if once {
+				rep, err := eng.Flush(ctx)
+				printReport(e.stderr, rep, err, true)
+				return err
+			}
+			if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "", "store name or ID; append :ro to never upload (read-only)")
+	f.StringVar(&dir, "dir", "", "the local directory to sync (created if missing)")
+	f.StringVar(&state, "state", "", "state directory for the manifest and base copies, outside --dir (default $XDG_STATE_HOME/trove/sync/<store>-<dir hash>)")
+	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between passes (file changes trigger passes sooner); negative: only on file changes")
+	f.BoolVar(&once, "once", false, "make one pass and exit")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log every action")
+	return cmd
+}
+
+// parseStoreRef splits "NAME_OR_ID[:ro|:rw]".
+func parseStoreRef(s string) (ref string, readOnly bool, err error) {
+	ref = s
+	if i := strings.LastIndex(s, ":"); i >= 0 {
+		switch s[i+1:] {
+		case "ro":
+			ref, readOnly = s[:i], true
+		case "rw":
+			ref = s[:i]
+		}
+	}
+	if ref == "" {
+		return "", false, &exitError{code: 2, err: fmt.Errorf("empty store name in %q", s)}
+	}
+	return ref, readOnly, nil
+}
+
+// findStore resolves one store by ID or exact name (see resolveStores).
+func findStore(ctx context.Context, svc trove.Services, ref string) (*trove.Store, error) {
+	stores, _, err := resolveStores(ctx, svc, []string{ref})
+	if err != nil {
+		return nil, err
+	}
+	return &stores[0], nil
+}
+
+// defaultSyncState is $XDG_STATE_HOME/trove/sync/<store>-<hash of dir>, or
+// ~/.local/state/… when XDG_STATE_HOME is unset.
+func defaultSyncState(storeID, absDir string) string {
+	h := sha256.Sum256([]byte(absDir))
+	return filepath.Join(stateHome(), "trove", "sync", storeID+"-"+hex.EncodeToString(h[:4]))
+}
+
+func stateHome() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return d
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state")
+	}
+	return os.TempDir()
+}
+
+func cliLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// printReport writes a one-line summary of a pass that did something (or
+// always, with always), then its conflicts, refusals and failures.
+func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
+	if err != nil {
+		fmt.Fprintf(w, "sync failed: %s\n", trove.ErrorMessage(err))
+	}
+	if r == nil {
+		return
+	}
+	var parts []string
+	kinds := make([]string, 0, len(r.Counts))
+	for k, n := range r.Counts {
+		if n > 0 && k != syncer.KindMarkAbsent {
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	sort.Strings(kinds)
+	parts = append(parts, kinds...)
+	if len(r.PendingDeletes) > 0 {
+		parts = append(parts, fmt.Sprintf("%d deletes waiting", len(r.PendingDeletes)))
+	}
+	if len(parts) > 0 || always {
+		if len(parts) == 0 {
+			parts = []string{"nothing to do"}
+		}
+		fmt.Fprintf(w, "sync: %s\n", strings.Join(parts, ", "))
+	}
+	for _, c := range r.Conflicts {
+		where := "locally only"
+		if c.InStore {
+			where = "locally and in the store"
+		}
+		fmt.Fprintf(w, "conflict: %s changed on both sides; the store's version was kept, yours is saved as %s (%s)\n", c.Path, c.CopyPath, where)
+	}
+	for _, p := range r.Refused {
+		if always || len(parts) > 0 {
+			fmt.Fprintf(w, "not synced: %s: %s (kept locally)\n", p.Path, p.Reason)
+		}
+	}
+	for _, p := range r.Quarantined {
+		fmt.Fprintf(w, "restored: %s: %s\n", p.Path, p.Reason)
+	}
+	for _, p := range r.Errors {
+		fmt.Fprintf(w, "will retry: %s: %s\n", p.Path, p.Reason)
+	}
+}
