@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+)
+
+// agentScript plays an agent: it checks its environment, reads the note,
+// edits the read_write store, tampers with the read_only one, and exits 3.
+const agentScript = `
+set -e
+case "$TROVE_API_KEY" in trove_st_*) ;; *) echo "not a session token: $TROVE_API_KEY" >&2; exit 9;; esac
+test -n "$TROVE_SESSION_ID"
+grep -q "read_only" "$TROVE_MEMORY_ROOT/MEMORY_STORES.md"
+printf '%s' "$TROVE_MEMORY_PROMPT" | grep -q "Check notes first"
+cat "$TROVE_MEMORY_ROOT/notes/todo.md" > /dev/null
+echo "learned something" > "$TROVE_MEMORY_ROOT/notes/learned.md"
+echo "tampered" > "$TROVE_MEMORY_ROOT/team-standards/style.md"
+echo "$TROVE_MEMORY_ROOT" > "$OUT"
+exit 3
+`
+
+func TestSessionRunLocal(t *testing.T) {
+	data, ids := localStores(t, map[string]map[string]string{
+		"Notes":          {"/todo.md": "- buy tea\n"},
+		"Team Standards": {"/style.md": "tabs\n"},
+	})
+	root := filepath.Join(t.TempDir(), "mem")
+	out := filepath.Join(t.TempDir(), "out")
+	t.Setenv("OUT", out)
+	t.Setenv("TROVE_API_KEY", "trove_sk_workspace_key_must_not_leak")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	code, _, stderr := syncCLI(t, "session", "run", "--data", data,
+		"--store", "Notes", "--instructions", "Check notes first.",
+		"--store", "Team Standards:ro",
+		"--root", root, "--", "sh", "-c", agentScript)
+	if code != 3 {
+		t.Fatalf("exit %d, want the command's 3:\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); strings.TrimSpace(string(b)) != root {
+		t.Fatalf("the command did not run to the end (TROVE_MEMORY_ROOT %q):\n%s", b, stderr)
+	}
+	notes, actors := storeContents(t, data, ids["Notes"])
+	want := map[string]string{"/todo.md": "- buy tea\n", "/learned.md": "learned something\n"}
+	if diff := cmp.Diff(want, notes); diff != "" {
+		t.Errorf("notes store (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors["/learned.md"]); diff != "" {
+		t.Errorf("the agent's write is not a session version: %s", diff)
+	}
+	std, _ := storeContents(t, data, ids["Team Standards"])
+	if std["/style.md"] != "tabs\n" {
+		t.Errorf("read-only store was written: %q", std["/style.md"])
+	}
+	note, err := os.ReadFile(filepath.Join(root, "MEMORY_STORES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`- "Notes" at ` + filepath.Join(root, "notes") + `/ (read_write)`,
+		`  Description: about Notes`,
+		`  Instructions: Check notes first.`,
+		`- "Team Standards" at ` + filepath.Join(root, "team-standards") + `/ (read_only)`,
+	} {
+		if !strings.Contains(string(note), s+"\n") {
+			t.Errorf("note lacks %q:\n%s", s, note)
+		}
+	}
+	// The session ended: its sessions are all ended.
+	ctx := context.Background()
+	svc, closeDB, err := openLocal(ctx, data, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	pg, err := svc.ListSessions(trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace}), trove.ListSessionsParams{})
+	if err != nil || len(pg.Data) != 1 || pg.Data[0].EndedAt == nil {
+		t.Errorf("session not ended: %+v %v", pg, err)
+	}
+}
+
+// TestSessionRunRemote runs the same agent against a real HTTP server: the
+// engine uses the session token over the wire.
+func TestSessionRunRemote(t *testing.T) {
+	data, ids := localStores(t, map[string]map[string]string{
+		"Notes":          {"/todo.md": "- buy tea\n"},
+		"Team Standards": {"/style.md": "tabs\n"},
+	})
+	ctx := context.Background()
+	svc, closeDB, err := openLocal(ctx, data, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := svc.CreateKey(ctx, defaultWorkspace, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}))
+	root := filepath.Join(t.TempDir(), "mem")
+	out := filepath.Join(t.TempDir(), "out")
+	t.Setenv("OUT", out)
+	t.Setenv("TROVE_URL", srv.URL)
+	t.Setenv("TROVE_API_KEY", key)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	code, _, stderr := syncCLI(t, "session", "run",
+		"--store", "Notes", "--instructions", "Check notes first.",
+		"--store", ids["Team Standards"]+":ro",
+		"--root", root, "--", "sh", "-c", agentScript)
+	srv.Close()
+	closeDB()
+	if code != 3 {
+		t.Fatalf("exit %d, want 3:\n%s", code, stderr)
+	}
+	notes, actors := storeContents(t, data, ids["Notes"])
+	if notes["/learned.md"] != "learned something\n" {
+		t.Errorf("notes = %v", notes)
+	}
+	if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors["/learned.md"]); diff != "" {
+		t.Errorf("the agent's write is not a session version: %s", diff)
+	}
+	if std, _ := storeContents(t, data, ids["Team Standards"]); std["/style.md"] != "tabs\n" {
+		t.Errorf("read-only store was written: %q", std["/style.md"])
+	}
+}
+
+func TestSessionRunUsage(t *testing.T) {
+	data, _ := localStores(t, map[string]map[string]string{"Notes": nil})
+	for _, args := range [][]string{
+		{"session", "run", "--data", data, "--", "true"},
+		{"session", "run", "--data", data, "--store", "Notes", "true"},
+	} {
+		if code, _, _ := syncCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	code, _, stderr := syncCLI(t, "session", "run", "--data", data, "--store", "Notes", "--root", t.TempDir(), "--", "/nonexistent/agent")
+	if code != 127 || !strings.Contains(stderr, "cannot run /nonexistent/agent") {
+		t.Errorf("missing command: exit %d: %s", code, stderr)
+	}
+}
