@@ -1,0 +1,500 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/google/go-cmp/cmp"
+	_ "modernc.org/sqlite"
+)
+
+// syncBuffer is a goroutine-safe output sink that can wait for text.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	changed chan struct{} // closed and replaced on every Write
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+	return s.b.Write(p)
+}
+
+// waitFor blocks until the output contains substr, or the timeout passes.
+func (s *syncBuffer) waitFor(substr string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		if strings.Contains(s.b.String(), substr) {
+			s.mu.Unlock()
+			return true
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listenRE = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
+
+// server is a `trove serve` running in this process.
+type server struct {
+	url    string
+	stdout string // everything printed up to the listening line
+	cancel context.CancelFunc
+	done   chan int
+	stderr *syncBuffer
+}
+
+// startServe runs `trove serve` in-process on 127.0.0.1:0 and waits for its
+// listening line.
+func startServe(t *testing.T, args ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	s := &server{cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
+	go func() {
+		s.done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), strings.NewReader(""), pw, s.stderr)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+			s.url = m[1]
+			break
+		}
+	}
+	if s.url == "" {
+		cancel()
+		t.Fatalf("serve did not print its address; stdout:\n%s\nstderr:\n%s", out.String(), s.stderr)
+	}
+	go io.Copy(io.Discard, pr)
+	s.stdout = out.String()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop cancels the server's context (as SIGTERM would) and returns its exit
+// code.
+func (s *server) stop(t *testing.T) int {
+	t.Helper()
+	s.cancel()
+	select {
+	case code := <-s.done:
+		s.done <- code
+		return code
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not stop; stderr:\n%s", s.stderr)
+		return -1
+	}
+}
+
+// runTrove runs a CLI command in-process and returns its exit code and output.
+func runTrove(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb syncBuffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestServeFirstRunKeysAndRestart(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, "--data", data)
+	keyFile := filepath.Join(data, "api_key")
+	fi, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatalf("first serve wrote no api_key: %v\nstdout:\n%s", err, s.stdout)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("api_key mode = %v, want 0600", fi.Mode().Perm())
+	}
+	b, _ := os.ReadFile(keyFile)
+	key := strings.TrimSpace(string(b))
+	if !strings.Contains(s.stdout, key) {
+		t.Errorf("the first key is not printed:\n%s", s.stdout)
+	}
+
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key))
+	st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "CLI"})
+	if err != nil {
+		t.Fatalf("New via served API: %v", err)
+	}
+	res, err := http.Get(s.url + "/healthz")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("/healthz = %v, %v", res, err)
+	}
+	res.Body.Close()
+
+	// keys create prints the key alone on its last line; it works while
+	// serve runs.
+	code, out, errOut := runTrove(t, "keys", "create", "--data", data, "--workspace", "wrkspc_default", "--name", "second")
+	if code != 0 {
+		t.Fatalf("keys create = %d: %s%s", code, out, errOut)
+	}
+	second := lastLine(out)
+	if !strings.HasPrefix(second, "trove_sk_") || strings.Contains(second, " ") {
+		t.Fatalf("keys create last line = %q", second)
+	}
+	c2 := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(second))
+	if _, err := c2.Beta.MemoryStores.Get(ctx, st.ID, anthropic.BetaMemoryStoreGetParams{}); err != nil {
+		t.Fatalf("second key in the same workspace: %v", err)
+	}
+	code, out, _ = runTrove(t, "keys", "list", "--data", data)
+	if code != 0 || strings.Count(out, "apikey_") != 2 || !strings.Contains(out, "second") || strings.Contains(out, second) {
+		t.Fatalf("keys list = %d:\n%s", code, out)
+	}
+	id := regexp.MustCompile(`apikey_\S+`).FindAllString(out, -1)[1]
+	if code, out, errOut := runTrove(t, "keys", "revoke", "--data", data, id); code != 0 {
+		t.Fatalf("keys revoke = %d: %s%s", code, out, errOut)
+	}
+	_, err = c2.Beta.MemoryStores.Get(ctx, st.ID, anthropic.BetaMemoryStoreGetParams{})
+	var apierr *anthropic.Error
+	if !errors.As(err, &apierr) || apierr.StatusCode != 401 {
+		t.Errorf("revoked key = %v, want 401", err)
+	}
+	if code, _, errOut := runTrove(t, "keys", "revoke", "--data", data, "apikey_nope"); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("revoke unknown key = %d %q", code, errOut)
+	}
+
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exit code %d; stderr:\n%s", code, s.stderr)
+	}
+	// A restart on the same data keeps the data and creates no new key.
+	s2 := startServe(t, "--data", data)
+	if strings.Contains(s2.stdout, "created API key") {
+		t.Errorf("second serve created a key:\n%s", s2.stdout)
+	}
+	c = anthropic.NewClient(option.WithBaseURL(s2.url), option.WithAPIKey(key))
+	if got, err := c.Beta.MemoryStores.Get(ctx, st.ID, anthropic.BetaMemoryStoreGetParams{}); err != nil || got.Name != "CLI" {
+		t.Errorf("store after restart = %v, %v", got, err)
+	}
+}
+
+func TestServeGracefulShutdownFinishesInFlight(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, "--data", data)
+	b, _ := os.ReadFile(filepath.Join(data, "api_key"))
+	key := strings.TrimSpace(string(b))
+	// A request whose handler is reading its body is in flight. With
+	// Expect: 100-continue the server says so (the 100 arrives when the
+	// handler first reads the body); the body follows only after shutdown
+	// has begun.
+	pr, pw := io.Pipe()
+	gotContinue := make(chan struct{})
+	trace := &httptrace.ClientTrace{Got100Continue: func() { close(gotContinue) }}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", s.url+"/v1/memory_stores", pr)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("anthropic-beta", "agent-memory-2026-07-22")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	type result struct {
+		status int
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := client.Do(req)
+		if err != nil {
+			got <- result{0, err}
+			return
+		}
+		res.Body.Close()
+		got <- result{res.StatusCode, nil}
+	}()
+	select {
+	case <-gotContinue:
+	case r := <-got:
+		t.Fatalf("request ended before its body was sent: %+v", r)
+	}
+	stopped := make(chan int, 1)
+	go func() { stopped <- s.stop(t) }()
+	// Shutdown closes the listener first: once new connections are
+	// refused, the request is in flight during the shutdown.
+	if !s.stderr.waitFor("shutting down", 10*time.Second) {
+		t.Fatalf("no shutdown log line; stderr:\n%s", s.stderr)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		res, err := http.Get(s.url + "/healthz")
+		if err != nil {
+			break
+		}
+		res.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("server still accepts connections after shutdown began")
+		}
+	}
+	if _, err := pw.Write([]byte(`{"name":"late"}`)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	r := <-got
+	if r.err != nil || r.status != 200 {
+		t.Errorf("in-flight request = %d, %v; want 200; stderr:\n%s", r.status, r.err, s.stderr)
+	}
+	if code := <-stopped; code != 0 {
+		t.Errorf("serve exit code %d", code)
+	}
+}
+
+func TestMigrateAndNewerSchema(t *testing.T) {
+	data := t.TempDir()
+	code, out, errOut := runTrove(t, "migrate", "--data", data)
+	if code != 0 || !regexp.MustCompile(`schema at version (\d+) \(this trove knows (\d+)\)`).MatchString(out) {
+		t.Fatalf("migrate = %d %q %q", code, out, errOut)
+	}
+	m := regexp.MustCompile(`version (\d+) \(this trove knows (\d+)\)`).FindStringSubmatch(out)
+	if m[1] != m[2] {
+		t.Errorf("after migrate: %s", out)
+	}
+	// A schema from a newer trove: serve and migrate refuse it.
+	db, err := sql.Open("sqlite", filepath.Join(data, "trove.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO schema_version (version, name, applied_at) VALUES (9999, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0", "--data", data}, {"migrate", "--data", data}} {
+		code, _, errOut := runTrove(t, args...)
+		if code == 0 || !strings.Contains(errOut, "newer") {
+			t.Errorf("%v on a newer schema = %d %q, want a refusal", args[0], code, errOut)
+		}
+	}
+	if code, _, errOut := runTrove(t, "migrate", "--database", "mysql://x"); code == 0 || !strings.Contains(errOut, "postgres://") {
+		t.Errorf("migrate --database mysql:// = %d %q", code, errOut)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	cases := []struct {
+		troveData, xdg, want string
+	}{
+		{"/srv/trove", "/xdg", "/srv/trove"},
+		{"", "/xdg", "/xdg/trove"},
+		{"", "", filepath.Join(home, ".local", "share", "trove")},
+	}
+	for _, tc := range cases {
+		t.Setenv("TROVE_DATA", tc.troveData)
+		t.Setenv("XDG_DATA_HOME", tc.xdg)
+		if got := defaultDataDir(); got != tc.want {
+			t.Errorf("TROVE_DATA=%q XDG_DATA_HOME=%q: %q, want %q", tc.troveData, tc.xdg, got, tc.want)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"postgres://u:secret@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://postgres@127.0.0.1/test":            "postgres://postgres@127.0.0.1/test",
+		"postgresql://h/db":                             "postgresql://h/db",
+	}
+	for in, want := range cases {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestServePostgres serves from $TROVE_TEST_POSTGRES; it fails when the
+// variable is set and the database is unreachable.
+func TestServePostgres(t *testing.T) {
+	url := os.Getenv("TROVE_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("TROVE_TEST_POSTGRES is not set; skipping the PostgreSQL serve test")
+	}
+	ws := fmt.Sprintf("wrkspc_clitest_%d", rand.Int64())
+	code, out, errOut := runTrove(t, "keys", "create", "--database", url, "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("keys create on PostgreSQL = %d: %s%s", code, out, errOut)
+	}
+	key := lastLine(out)
+	s := startServe(t, "--database", url, "--data", t.TempDir())
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key))
+	st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "pg"})
+	if err != nil {
+		t.Fatalf("New on PostgreSQL: %v", err)
+	}
+	defer c.Beta.MemoryStores.Delete(ctx, st.ID, anthropic.BetaMemoryStoreDeleteParams{})
+	m, err := c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/a", Content: anthropic.String("pg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID})
+	if err != nil || got.Content != "pg" {
+		t.Fatalf("Get on PostgreSQL = %v, %v", got, err)
+	}
+}
+
+// TestCrashKeepsAcknowledgedWrites builds trove, serves from a child
+// process, SIGKILLs it during a write load, restarts it on the same data
+// and checks that every acknowledged write and its version survived.
+func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "trove")
+	build := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	start := func() (*exec.Cmd, string) {
+		cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "TROVE_DATA=")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				go io.Copy(io.Discard, stdout)
+				return cmd, m[1]
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("child serve printed no address")
+		return nil, ""
+	}
+	cmd, url := start()
+	b, err := os.ReadFile(filepath.Join(data, "api_key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(b))
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(url), option.WithAPIKey(key), option.WithMaxRetries(0))
+	st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type ack struct{ id, path, content, version string }
+	var mu sync.Mutex
+	var acks []ack
+	const writers = 6
+	var wg sync.WaitGroup
+	killAfter := make(chan struct{})
+	var once sync.Once
+	for w := range writers {
+		wg.Go(func() {
+			var memID string
+			for i := 0; ; i++ {
+				content := fmt.Sprintf("writer %d write %d", w, i)
+				var m *anthropic.BetaManagedAgentsMemory
+				var err error
+				if memID == "" {
+					m, err = c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: fmt.Sprintf("/w%d.md", w), Content: anthropic.String(content)})
+				} else {
+					m, err = c.Beta.MemoryStores.Memories.Update(ctx, memID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: st.ID, Content: anthropic.String(content)})
+				}
+				if err != nil {
+					return // the server died (or the write was refused): stop
+				}
+				memID = m.ID
+				mu.Lock()
+				acks = append(acks, ack{m.ID, m.Path, content, m.MemoryVersionID})
+				if len(acks) >= 60 {
+					once.Do(func() { close(killAfter) })
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	select {
+	case <-killAfter:
+	case <-time.After(20 * time.Second):
+		t.Fatal("write load too slow")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	wg.Wait()
+
+	cmd2, url2 := start()
+	defer func() { cmd2.Process.Signal(syscall.SIGTERM); cmd2.Wait() }()
+	c = anthropic.NewClient(option.WithBaseURL(url2), option.WithAPIKey(key))
+	latest := map[string]ack{}
+	for _, a := range acks {
+		latest[a.id] = a // acks of one writer are in order
+		v, err := c.Beta.MemoryStores.MemoryVersions.Get(ctx, a.version, anthropic.BetaMemoryStoreMemoryVersionGetParams{MemoryStoreID: st.ID})
+		if err != nil {
+			t.Errorf("acknowledged version %s (%q) lost: %v", a.version, a.content, err)
+			continue
+		}
+		if v.Content != a.content || v.MemoryID != a.id {
+			t.Errorf("version %s = %q of %s, acknowledged %q of %s", a.version, v.Content, v.MemoryID, a.content, a.id)
+		}
+	}
+	for id, a := range latest {
+		m, err := c.Beta.MemoryStores.Memories.Get(ctx, id, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID})
+		if err != nil {
+			t.Errorf("memory %s lost: %v", id, err)
+			continue
+		}
+		// The memory holds the last acknowledged write or a later one that
+		// committed before the kill but was never acknowledged.
+		if m.MemoryVersionID < a.version {
+			t.Errorf("memory %s at version %s, older than acknowledged %s", id, m.MemoryVersionID, a.version)
+		}
+	}
+	if diff := cmp.Diff(writers, len(latest)); diff != "" {
+		t.Errorf("writers with acknowledged writes (-want +got):\n%s", diff)
+	}
+	t.Logf("%d acknowledged writes survived kill -9", len(acks))
+}
