@@ -1,6 +1,7 @@
 package memtool
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -71,7 +72,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		}
 	}
 	if textOnly {
-		return json.Marshal(out{r.IsError, r.Text()})
+		return marshalNoEscape(out{r.IsError, r.Text()})
 	}
 	blocks := make([]any, 0, len(r.Content))
 	for _, b := range r.Content {
@@ -85,7 +86,19 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			blocks = append(blocks, map[string]string{"type": "text", "text": b.Text})
 		}
 	}
-	return json.Marshal(out{r.IsError, blocks})
+	return marshalNoEscape(out{r.IsError, blocks})
+}
+
+// marshalNoEscape marshals without escaping <, > and & (which would make the
+// JSON differ from the text byte for byte when compared as strings).
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func textResult(s string) Result { return Result{Content: []Block{{Type: BlockText, Text: s}}} }

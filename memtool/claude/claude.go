@@ -62,13 +62,17 @@ func ResultBlock(toolUseID string, r memtool.Result) anthropic.ContentBlockParam
 // Execute runs one tool_use block on tool and returns its tool_result
 // block. A block for another tool gets an error result naming the tool.
 func Execute(ctx context.Context, tool *memtool.Tool, block anthropic.ToolUseBlock) anthropic.ContentBlockParamUnion {
+	return ResultBlock(block.ID, executeResult(ctx, tool, block))
+}
+
+func executeResult(ctx context.Context, tool *memtool.Tool, block anthropic.ToolUseBlock) memtool.Result {
 	if block.Name != ToolName {
-		return ResultBlock(block.ID, memtool.Result{IsError: true, Content: []memtool.Block{{
+		return memtool.Result{IsError: true, Content: []memtool.Block{{
 			Type: memtool.BlockText,
 			Text: fmt.Sprintf("Error: Unknown tool %q: only the %q tool is available.", block.Name, ToolName),
-		}}})
+		}}}
 	}
-	return ResultBlock(block.ID, tool.Execute(ctx, block.Input))
+	return tool.Execute(ctx, block.Input)
 }
 
 // ErrMaxTurns is returned by Runner.Run when the model still asks for tools
@@ -92,6 +96,9 @@ type Runner struct {
 	System string
 	// OnMessage, if set, is called with every reply as it arrives.
 	OnMessage func(*anthropic.Message)
+	// OnToolResult, if set, is called after each tool call (concurrently
+	// for the calls of one turn) with the call and its result.
+	OnToolResult func(use anthropic.ToolUseBlock, result memtool.Result)
 }
 
 // Run continues the conversation messages and returns the final reply and
@@ -153,7 +160,13 @@ func (r *Runner) runTools(ctx context.Context, msg *anthropic.Message) []anthrop
 	results := make([]anthropic.ContentBlockParamUnion, len(uses))
 	var wg sync.WaitGroup
 	for i, u := range uses {
-		wg.Go(func() { results[i] = Execute(ctx, r.Tool, u) })
+		wg.Go(func() {
+			res := executeResult(ctx, r.Tool, u)
+			if r.OnToolResult != nil {
+				r.OnToolResult(u, res)
+			}
+			results[i] = ResultBlock(u.ID, res)
+		})
 	}
 	wg.Wait()
 	return results

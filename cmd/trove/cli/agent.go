@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove/memtool"
+	"github.com/trovehq/trove/memtool/claude"
+)
+
+func init() { register(newAgentCmd) }
+
+func newAgentCmd(e *env) *cobra.Command {
+	var (
+		root     string
+		model    string
+		maxTurns int
+		system   string
+	)
+	cmd := &cobra.Command{
+		Use:   `agent --root DIR [--model M] [--max-turns N] "prompt"`,
+		Short: "Run Claude with the memory tool over a local directory",
+		Long: `Send the prompt to Claude with the memory tool enabled and execute its
+memory operations on the directory given by --root (/memories maps to it),
+until Claude stops asking for tools. Claude's text goes to standard output,
+one line per memory call to standard error.
+
+Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+				return &exitError{code: 2, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if root == "" {
+				return &exitError{code: 2, err: errors.New("agent: --root DIR is required")}
+			}
+			if os.Getenv("ANTHROPIC_API_KEY") == "" {
+				return &exitError{code: 2, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
+			}
+			if maxTurns < 1 {
+				return &exitError{code: 2, err: errors.New("agent: --max-turns must be at least 1")}
+			}
+			fsys, err := memtool.NewDirFS(root)
+			if err != nil {
+				return fmt.Errorf("agent: opening --root: %w", err)
+			}
+			defer fsys.Close()
+			client := anthropic.NewClient() // reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
+			r := &claude.Runner{
+				Client:   &client,
+				Tool:     memtool.New(fsys, memtool.Options{}),
+				Model:    anthropic.Model(model),
+				MaxTurns: maxTurns,
+				System:   system,
+				OnMessage: func(m *anthropic.Message) {
+					for _, b := range m.Content {
+						if b.Type == "text" {
+							fmt.Fprintln(e.stdout, b.AsText().Text)
+						}
+					}
+				},
+				OnToolResult: func(u anthropic.ToolUseBlock, res memtool.Result) {
+					status := "ok"
+					if res.IsError {
+						status = "error: " + firstLine(res.Text())
+					}
+					fmt.Fprintf(e.stderr, "[memory] %s -> %s\n", describeCall(u.Input), status)
+				},
+			}
+			_, _, err = r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
+			if errors.Is(err, claude.ErrMaxTurns) {
+				return fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
+			}
+			if err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&root, "root", "", "host directory that /memories maps to (created if missing)")
+	cmd.Flags().StringVar(&model, "model", string(claude.DefaultModel), "Claude model")
+	cmd.Flags().IntVar(&maxTurns, "max-turns", 20, "maximum number of requests to the Messages API")
+	cmd.Flags().StringVar(&system, "system", "", "optional system prompt")
+	return cmd
+}
+
+// describeCall renders a memory tool input briefly, e.g. "view /memories".
+func describeCall(input []byte) string {
+	var in struct {
+		Command string `json:"command"`
+		Path    string `json:"path"`
+		OldPath string `json:"old_path"`
+		NewPath string `json:"new_path"`
+	}
+	_ = json.Unmarshal(input, &in)
+	if in.Command == "rename" {
+		return fmt.Sprintf("rename %s %s", in.OldPath, in.NewPath)
+	}
+	return strings.TrimSpace(in.Command + " " + in.Path)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
