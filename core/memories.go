@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/trovehq/trove"
@@ -163,17 +164,19 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 		if err != nil {
 			return err
 		}
-		var newContent string
+		var newContent, newSHA string
 		if p.Content != nil {
-			newContent = *p.Content
+			newContent, newSHA = *p.Content, sha256Hex(*p.Content)
 		} else if m.Content != nil {
-			newContent = *m.Content
+			newContent, newSHA = *m.Content, m.SHA256
+		} else {
+			return fmt.Errorf("core: driver returned memory %s without the content it was asked for", m.ID)
 		}
 		newPath := m.Path
 		if p.Path != nil {
 			newPath = *p.Path
 		}
-		sameContent := p.Content == nil || (len(newContent) == m.SizeBytes && sha256Hex(newContent) == m.SHA256)
+		sameContent := newSHA == m.SHA256 && len(newContent) == m.SizeBytes
 		if sameContent && newPath == m.Path {
 			if m.Content == nil {
 				m.Content = &newContent // equal to the stored content
@@ -193,7 +196,7 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 		m.Path = newPath
 		m.Content = &newContent
 		m.SizeBytes = len(newContent)
-		m.SHA256 = sha256Hex(newContent)
+		m.SHA256 = newSHA
 		m.VersionID = trove.NewID(trove.PrefixVersion, now)
 		m.UpdatedAt = now
 		if err := tx.MemoryUpdate(ctx, m); err != nil {
