@@ -350,3 +350,48 @@ func BenchmarkCoreGet(b *testing.B) {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, e.coreGet) })
 	}
 }
+
+// BenchmarkHTTPNodes compares one `trove serve` node with two on the same
+// PostgreSQL, over real HTTP: c clients each update (write) or get (read)
+// their own memory in their own store, all through node 0 ("one") or
+// alternating between the nodes ("two"), interleaved in rounds.
+func BenchmarkHTTPNodes(b *testing.B) {
+	testURL(b)
+	nodes := serveCluster(b, 2)
+	ctx := context.Background()
+	const c = 16
+	stores := make([]string, c)
+	mems := make([]string, c)
+	for w := range c {
+		st, err := nodes[0].CreateStore(ctx, fmt.Sprint("bench", w))
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, _, err := nodes[0].Create(ctx, st, "/bench.md", "start")
+		if err != nil {
+			b.Fatal(err)
+		}
+		stores[w], mems[w] = st, id
+	}
+	write := func(pick func(w int) *httpNode) func(w, i int) error {
+		return func(w, i int) error {
+			content := fmt.Sprintf("http %d", i)
+			_, err := pick(w).Update(ctx, stores[w], mems[w], &content, nil, "")
+			return err
+		}
+	}
+	read := func(pick func(w int) *httpNode) func(w, i int) error {
+		return func(w, i int) error {
+			_, _, err := pick(w).Get(ctx, stores[w], mems[w])
+			return err
+		}
+	}
+	one := func(int) *httpNode { return nodes[0] }
+	two := func(w int) *httpNode { return nodes[w%2] }
+	b.Run(fmt.Sprintf("write/c=%d", c), func(b *testing.B) {
+		runInterleaved(b, c, []variant{{"one", write(one)}, {"two", write(two)}})
+	})
+	b.Run(fmt.Sprintf("read/c=%d", c), func(b *testing.B) {
+		runInterleaved(b, c, []variant{{"one", read(one)}, {"two", read(two)}})
+	})
+}

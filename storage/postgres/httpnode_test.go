@@ -215,7 +215,7 @@ var (
 
 // troveBinary builds ./cmd/trove once per test process (with -race when
 // the tests run with it, so the build cache is shared) and returns its path.
-func troveBinary(t *testing.T) string {
+func troveBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "trove-multinode-bin-")
@@ -245,7 +245,7 @@ var listenRE = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-z]+)`)
 // startServe starts `trove serve` on a free loopback port with extra
 // environment and returns its base URL. The process is stopped (SIGTERM,
 // then killed) when the test ends.
-func startServe(t *testing.T, bin, dbURL string, env ...string) string {
+func startServe(t testing.TB, bin, dbURL string, env ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--database", dbURL, "--addr", "127.0.0.1:0", "--data", t.TempDir())

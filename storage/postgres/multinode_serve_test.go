@@ -13,7 +13,7 @@ import (
 // serveCluster starts n `trove serve` processes on one fresh schema and
 // returns a client of each. The schema is migrated and given an API key
 // through core first; env is passed to every process.
-func serveCluster(t *testing.T, n int, env ...string) []*httpNode {
+func serveCluster(t testing.TB, n int, env ...string) []*httpNode {
 	t.Helper()
 	url, schema := testURL(t), newSchema(t)
 	db := openDBOn(t, url, schema, postgres.Options{MaxConns: 1})

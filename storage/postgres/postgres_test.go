@@ -308,3 +308,17 @@ func TestStoreLockSerializes(t *testing.T) {
 		t.Fatalf("order (-want +got):\n%s", diff)
 	}
 }
+
+func TestStatementTimeout(t *testing.T) {
+	db := openDBOn(t, testURL(t), newSchema(t), postgres.Options{StatementTimeout: 50 * time.Millisecond, MaxConns: 1})
+	start := time.Now()
+	_, err := db.Pool().Exec(context.Background(), "SELECT pg_sleep(5)")
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("pg_sleep(5) with a 50 ms statement timeout = %v after %v", err, time.Since(start))
+	}
+	// Statements that run past the timeout surface as EUNAVAILABLE.
+	err = db.Read(context.Background(), func(storage.Tx) error { return err })
+	if code(err) != trove.EUNAVAILABLE {
+		t.Fatalf("statement timeout translated to %v, want EUNAVAILABLE", err)
+	}
+}

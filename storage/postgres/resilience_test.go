@@ -3,11 +3,14 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
@@ -37,6 +40,25 @@ func TestResilience(t *testing.T) {
 	mem, err := svc.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/m", Content: "v0"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The same service over HTTP, to see what a client gets.
+	_, secret, err := svc.CreateKey(context.Background(), "ws", "resilience")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits(), Health: db.Ping}))
+	t.Cleanup(srv.Close)
+	// httpStatus returns the status and x-should-retry of a GET of the memory.
+	httpStatus := func() (int, string) {
+		req, _ := http.NewRequest("GET", srv.URL+memPath(st.ID, mem.ID), nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("anthropic-beta", "agent-memory-2026-07-22")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatalf("GET memory: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("x-should-retry")
 	}
 	n := 0
 	// roundTrip does one write and one read and returns the first error.
@@ -109,7 +131,14 @@ func TestResilience(t *testing.T) {
 					t.Fatalf("call %d took %v to fail (connect timeout %v)", i, d, connectTimeout)
 				}
 			}
+			// Over HTTP: a retryable 503, not a 500.
+			if code, retry := httpStatus(); code != http.StatusServiceUnavailable || retry != "true" {
+				t.Fatalf("GET while the database is %s = %d (x-should-retry %q), want 503 with x-should-retry: true", mode.name, code, retry)
+			}
 			p.setMode(proxyUp)
+			if code, _ := httpStatus(); code != http.StatusOK {
+				t.Fatalf("GET after the database came back = %d, want 200", code)
+			}
 			for i := range 4 {
 				if err := roundTrip(); err != nil {
 					t.Fatalf("call %d after the database came back: %v", i, err)
