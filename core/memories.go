@@ -332,19 +332,26 @@ type memItem struct {
 
 // listFolded returns up to n items of the listing of memories below base
 // (which ends in "/") starting at path from, folding memories deeper than
-// depth levels (depth > 0) into prefixes. It reads in batches and skips a
-// folded subtree P by resuming at P[:len(P)-1]+"0": '0' is the byte after
-// '/', so every path below P sorts before it and no other path does.
+// depth levels (depth > 0) into prefixes. It skips a folded subtree P by
+// resuming at P[:len(P)-1]+"0": '0' is the byte after '/', so every path
+// below P sorts before it and no other path does.
+//
+// Without folding one query of n rows does. With folding, rows read after a
+// fold inside its subtree are wasted, so batches start small, shrink after
+// a fold (the next row likely starts another folded directory) and grow
+// while rows are listed as themselves.
 func listFolded(ctx context.Context, tx storage.Tx, storeID, base string, depth int, from string, n int, withContent bool) ([]memItem, error) {
 	prefix := base
 	if prefix == "/" {
 		prefix = ""
 	}
+	const minBatch, firstBatch = 2, 8
+	grow := firstBatch
 	var items []memItem
 	for len(items) < n {
 		batch := n - len(items)
 		if depth > 0 {
-			batch++ // a fold may swallow the rest of a batch; read a little ahead
+			batch = min(batch+1, grow)
 		}
 		rows, err := tx.MemoryList(ctx, storage.MemoryListParams{
 			StoreID: storeID, Prefix: prefix, From: from, Limit: batch, WithContent: withContent,
@@ -352,6 +359,7 @@ func listFolded(ctx context.Context, tx storage.Tx, storeID, base string, depth 
 		if err != nil {
 			return nil, err
 		}
+		folded := false
 		for i := range rows {
 			m := &rows[i]
 			if m.Path < from || !strings.HasPrefix(m.Path, base) {
@@ -364,6 +372,7 @@ func listFolded(ctx context.Context, tx storage.Tx, storeID, base string, depth 
 				skip := fold[:len(fold)-1] + "0"
 				items = append(items, memItem{prefix: fold, next: skip})
 				from = skip
+				folded = true
 				continue
 			}
 			next := m.Path + "\x00"
@@ -375,6 +384,11 @@ func listFolded(ctx context.Context, tx storage.Tx, storeID, base string, depth 
 		}
 		if last := rows[len(rows)-1].Path + "\x00"; last > from {
 			from = last
+		}
+		if folded {
+			grow = minBatch
+		} else {
+			grow = min(grow*4, 1<<16)
 		}
 	}
 	return items, nil
