@@ -103,7 +103,9 @@ func (t *tx) finish(ctx context.Context, err error) error {
 	if err != nil {
 		// On a broken connection this fails too; the pool then drops the
 		// connection, which is not idle.
-		_, _ = t.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.rollbackTimeout)
+		defer cancel()
+		_, _ = t.conn.Exec(rctx, "ROLLBACK")
 		return err
 	}
 	tag, err := t.conn.Exec(ctx, "COMMIT")

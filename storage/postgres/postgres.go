@@ -189,7 +189,11 @@ func (db *DB) withConn(ctx context.Context, f func(*pgxpool.Conn) error) error {
 		err = f(c)
 		c.Release()
 		var be *beginError
-		if !errors.As(err, &be) || !be.retry || ctx.Err() != nil {
+		if !errors.As(err, &be) {
+			return err
+		}
+		err = be.err
+		if !be.retry || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -216,7 +220,7 @@ const (
 // fn's first statement), and returns fn's error as is or a translated
 // database error. A panic in fn rolls back and becomes EINTERNAL.
 func (db *DB) runTx(ctx context.Context, c *pgxpool.Conn, beginSQL string, fn func(storage.Tx) error) (err error) {
-	t := &tx{conn: c.Conn(), beginSQL: beginSQL}
+	t := &tx{conn: c.Conn(), beginSQL: beginSQL, rollbackTimeout: db.acquireTimeout}
 	defer func() {
 		if p := recover(); p != nil {
 			err = t.finish(ctx, &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic in transaction: %v", p)})

@@ -11,6 +11,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
@@ -130,6 +131,14 @@ func TestResilience(t *testing.T) {
 				if d := time.Since(start); d > 3*connectTimeout {
 					t.Fatalf("call %d took %v to fail (connect timeout %v)", i, d, connectTimeout)
 				}
+			}
+			// The driver itself answers with a *trove.Error, as the port says.
+			err := db.Read(context.Background(), func(tx storage.Tx) error {
+				_, err := tx.MemoryGet(context.Background(), st.ID, mem.ID, false)
+				return err
+			})
+			if te, ok := err.(*trove.Error); !ok || te.Code != trove.EUNAVAILABLE {
+				t.Fatalf("driver Read while the database is %s = %T %v, want *trove.Error EUNAVAILABLE", mode.name, err, err)
 			}
 			// Over HTTP: a retryable 503, not a 500.
 			if code, retry := httpStatus(); code != http.StatusServiceUnavailable || retry != "true" {

@@ -22,6 +22,9 @@ type tx struct {
 	beginSQL    string // BEGIN with the isolation level and access mode
 	sent        bool   // BEGIN was sent
 	beginFailed bool   // BEGIN failed: nothing ran
+	// rollbackTimeout bounds ROLLBACK, which runs even when the caller's
+	// context is done.
+	rollbackTimeout time.Duration
 }
 
 var _ storage.Tx = (*tx)(nil)
