@@ -166,6 +166,16 @@ var (
 
 func (n *node) path() string { return n.Path(nil) }
 
+// errno maps err with ToErrno and logs what becomes EIO, since the kernel
+// tells the caller nothing more.
+func (n *node) errno(err error) syscall.Errno {
+	e := ToErrno(err)
+	if e == syscall.EIO {
+		n.log.Error("fusefs: I/O error", "path", n.path(), "err", err)
+	}
+	return e
+}
+
 func (n *node) child(name string) string {
 	if p := n.path(); p != "" {
 		return p + "/" + name
@@ -205,7 +215,7 @@ func (n *node) newChild(ctx context.Context, a vfs.Attr, out *fuse.EntryOut) *fs
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	a, err := n.v.Stat(ctx, n.child(name))
 	if err != nil {
-		return nil, ToErrno(err)
+		return nil, n.errno(err)
 	}
 	return n.newChild(ctx, a, out), 0
 }
@@ -216,7 +226,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if err != nil {
 		h, ok := f.(*handle)
 		if !ok {
-			return ToErrno(err)
+			return n.errno(err)
 		}
 		// An unlinked file still open: describe the descriptor.
 		a = vfs.Attr{Mode: 0o644, Size: h.h.Size(), Nlink: 0, ModTime: time.Now()}
@@ -236,7 +246,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 			err = n.v.Truncate(ctx, n.path(), int64(size))
 		}
 		if err != nil {
-			return ToErrno(err)
+			return n.errno(err)
 		}
 	}
 	return n.Getattr(ctx, f, out)
@@ -246,7 +256,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 func (n *node) Opendir(ctx context.Context) syscall.Errno {
 	a, err := n.v.Stat(ctx, n.path())
 	if err != nil {
-		return ToErrno(err)
+		return n.errno(err)
 	}
 	if !a.Dir {
 		return syscall.ENOTDIR
@@ -258,7 +268,7 @@ func (n *node) Opendir(ctx context.Context) syscall.Errno {
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	list, err := n.v.ReadDir(ctx, n.path())
 	if err != nil {
-		return nil, ToErrno(err)
+		return nil, n.errno(err)
 	}
 	out := make([]fuse.DirEntry, 0, len(list))
 	for _, a := range list {
@@ -275,7 +285,7 @@ func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
 	}
 	a, err := n.v.Stat(ctx, n.path())
 	if err != nil {
-		return ToErrno(err)
+		return n.errno(err)
 	}
 	if a.Mode.Perm()&0o200 == 0 {
 		return syscall.EROFS
@@ -290,7 +300,7 @@ type handle struct{ h *vfs.Handle }
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	h, err := n.v.Open(ctx, n.path(), int(flags))
 	if err != nil {
-		return nil, 0, ToErrno(err)
+		return nil, 0, n.errno(err)
 	}
 	return &handle{h}, 0, 0
 }
@@ -300,12 +310,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	p := n.child(name)
 	h, err := n.v.Open(ctx, p, int(flags)|os.O_CREATE)
 	if err != nil {
-		return nil, nil, 0, ToErrno(err)
+		return nil, nil, 0, n.errno(err)
 	}
 	a, err := n.v.Stat(ctx, p)
 	if err != nil {
 		h.Release()
-		return nil, nil, 0, ToErrno(err)
+		return nil, nil, 0, n.errno(err)
 	}
 	return n.newChild(ctx, a, out), &handle{h}, 0, 0
 }
@@ -318,7 +328,7 @@ func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 	}
 	c, err := h.h.ReadAt(ctx, dest, off)
 	if err != nil && err != io.EOF {
-		return nil, ToErrno(err)
+		return nil, n.errno(err)
 	}
 	return fuse.ReadResultData(dest[:c]), 0
 }
@@ -330,7 +340,7 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 		return 0, syscall.EBADF
 	}
 	c, err := h.h.WriteAt(ctx, data, off)
-	return uint32(c), ToErrno(err)
+	return uint32(c), n.errno(err)
 }
 
 // Flush implements fs.NodeFlusher: close(2) uploads a changed file.
@@ -339,7 +349,7 @@ func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	if !ok {
 		return 0
 	}
-	return ToErrno(h.h.Flush(ctx))
+	return n.errno(h.h.Flush(ctx))
 }
 
 // Fsync implements fs.NodeFsyncer.
@@ -348,7 +358,7 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 	if !ok {
 		return 0
 	}
-	return ToErrno(h.h.Fsync(ctx))
+	return n.errno(h.h.Fsync(ctx))
 }
 
 // Release implements fs.NodeReleaser.
@@ -361,25 +371,25 @@ func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 
 // Unlink implements fs.NodeUnlinker.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return ToErrno(n.v.Remove(ctx, n.child(name)))
+	return n.errno(n.v.Remove(ctx, n.child(name)))
 }
 
 // Mkdir implements fs.NodeMkdirer.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	if err := n.v.Mkdir(ctx, p); err != nil {
-		return nil, ToErrno(err)
+		return nil, n.errno(err)
 	}
 	a, err := n.v.Stat(ctx, p)
 	if err != nil {
-		return nil, ToErrno(err)
+		return nil, n.errno(err)
 	}
 	return n.newChild(ctx, a, out), 0
 }
 
 // Rmdir implements fs.NodeRmdirer.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return ToErrno(n.v.Rmdir(ctx, n.child(name)))
+	return n.errno(n.v.Rmdir(ctx, n.child(name)))
 }
 
 // Rename implements fs.NodeRenamer. RENAME_NOREPLACE is honoured;
@@ -395,7 +405,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	default:
 		return syscall.ENOTSUP
 	}
-	return ToErrno(n.v.Rename(ctx, n.child(name), to))
+	return n.errno(n.v.Rename(ctx, n.child(name), to))
 }
 
 // Statfs implements fs.NodeStatfser with nominal figures, so that df and

@@ -29,6 +29,7 @@ type node struct {
 	dirty    bool // data differs from what the store holds
 	mtime    time.Time
 	handles  int
+	live     int // handles not flushed (closed) yet
 	unlinked bool  // removed or replaced by this mount: uploads nothing
 	failed   error // a write failed (ErrTooLarge): the next flush drops the changes
 }
@@ -181,9 +182,10 @@ func (f *FS) writerTag(memID string) string {
 // Handle is an open file descriptor. Every method is safe for concurrent
 // use; Release must be called exactly once.
 type Handle struct {
-	n      *node
-	write  bool
-	append bool
+	n       *node
+	write   bool
+	append  bool
+	flushed bool // Flush was called (guarded by n.mu)
 }
 
 // openFile implements FS.Open.
@@ -243,6 +245,7 @@ func (s *store) openFile(ctx context.Context, rel string, flags int) (*Handle, e
 	}
 	n.mu.Lock()
 	n.handles++
+	n.live++
 	if flags&oTrunc != 0 && (len(n.data) > 0 || !n.loaded) {
 		n.data, n.loaded, n.failed = n.data[:0], true, nil
 		n.dirty, n.mtime = true, s.f.now()
@@ -356,13 +359,19 @@ func (h *Handle) Size() int64 {
 // failed), ErrNotUTF8, ErrNoSpace, ErrInvalid: the store refuses the bytes,
 // so the changes are dropped (the store is unchanged; a new file
 // disappears).
-func (h *Handle) Flush(ctx context.Context) error {
+func (h *Handle) Flush(ctx context.Context) error { return h.sync(ctx, true) }
+
+func (h *Handle) sync(ctx context.Context, closing bool) error {
 	n := h.n
 	s := n.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if closing && !h.flushed {
+		h.flushed = true
+		n.live--
+	}
 	if n.unlinked || !n.dirty && n.failed == nil {
 		return nil
 	}
@@ -386,8 +395,8 @@ func (h *Handle) Flush(ctx context.Context) error {
 	return pathErr("close", h.name(), err)
 }
 
-// Fsync uploads like Flush.
-func (h *Handle) Fsync(ctx context.Context) error { return h.Flush(ctx) }
+// Fsync uploads like Flush; the handle stays open.
+func (h *Handle) Fsync(ctx context.Context) error { return h.sync(ctx, false) }
 
 // Release ends the handle. When the last handle of a file is released, a
 // buffer that could not be uploaded (see Flush) is dropped.
@@ -399,6 +408,10 @@ func (h *Handle) Release() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.handles--
+	if !h.flushed {
+		h.flushed = true
+		n.live--
+	}
 	if n.handles > 0 {
 		return
 	}

@@ -480,21 +480,26 @@ func (s *store) truncate(ctx context.Context, rel string, size int64) error {
 	if s.ro {
 		return ErrReadOnly
 	}
-	if n := s.open[rel]; n != nil {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if err := n.load(ctx); err != nil {
-			return err
-		}
-		n.resize(int(size))
-		return nil
+	n := s.open[rel]
+	if n == nil {
+		e := s.files[rel]
+		n = &node{s: s, path: rel, id: e.id}
 	}
-	e := s.files[rel]
-	n := &node{s: s, path: rel, id: e.id}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if err := n.load(ctx); err != nil {
 		return err
 	}
+	if int(size) == len(n.data) && !n.dirty {
+		return nil
+	}
 	n.resize(int(size))
+	if n.live > 0 {
+		// A descriptor that has not been closed yet will upload it (this
+		// is also how the kernel truncates for open(O_TRUNC)).
+		return nil
+	}
+	// No descriptor will close for this change: upload it now.
 	return n.upload(ctx)
 }
 

@@ -371,9 +371,11 @@ func (f *FS) rename(ctx context.Context, oldName, newName string) error {
 }
 
 // Truncate sets the size of the file name (truncate(2) without a
-// descriptor). An open file's buffer is changed and uploaded at its next
-// close; otherwise the new content is uploaded at once as one version.
-// ErrTooLarge beyond the content limit.
+// descriptor). If a descriptor of the file is open and not closed yet, the
+// change joins its buffer and is uploaded at its close (the kernel truncates
+// this way for open(O_TRUNC)); otherwise the result is uploaded at once as
+// one version. ErrTooLarge beyond the content limit; ErrStale when the
+// upload lost a race (see Handle.Flush).
 func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 	st, rel, err := f.resolve(name)
 	if err == nil && (st == nil || rel == "") {

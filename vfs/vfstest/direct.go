@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,7 +214,6 @@ func (o osOps) OpenFile(name string, flag int) (File, error) {
 
 func (o osOps) Mkdir(name string) error             { return os.Mkdir(o.p(name), 0o755) }
 func (o osOps) Remove(name string) error            { return os.Remove(o.p(name)) }
-func (o osOps) Rename(from, to string) error        { return os.Rename(o.p(from), o.p(to)) }
 func (o osOps) Truncate(name string, n int64) error { return os.Truncate(o.p(name), n) }
 
 func (o osOps) Stat(name string) (Info, error) {
@@ -234,4 +234,13 @@ func (o osOps) ReadDir(name string) ([]string, error) {
 		out[i] = e.Name()
 	}
 	return out, nil
+}
+
+// Rename is rename(2) itself: os.Rename refuses any existing directory as
+// the target before asking the kernel.
+func (o osOps) Rename(from, to string) error {
+	if err := syscall.Rename(o.p(from), o.p(to)); err != nil {
+		return &os.LinkError{Op: "rename", Old: o.p(from), New: o.p(to), Err: err}
+	}
+	return nil
 }

@@ -281,11 +281,16 @@ func (e *env) await(m *Mount, what string, cond func() error) {
 	}
 }
 
-func (e *env) run(dir, name string, args ...string) string {
+// run runs a tool with absolute paths. It never starts a process in a
+// directory of the mount: the child would chdir into the mount between fork
+// and exec, while it still shares this process's memory, and this process
+// may be the one serving the mount (a deadlock when the Go runtime stops the
+// world meanwhile).
+func (e *env) run(name string, args ...string) string {
 	e.t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
 	home := e.t.TempDir()
+	cmd.Dir = home
 	cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -542,19 +547,20 @@ var scenarios = []scenario{
 			e.must(os.WriteFile(filepath.Join(src, p), []byte(c), 0o644))
 		}
 		store := filepath.Join(e.m.Root, rwDir)
-		e.run(store, "cp", "-r", src, "tree")
+		tree := filepath.Join(store, "tree")
+		e.run("cp", "-r", src, tree)
 		e.wantDiff("after cp -r", e.contents(e.rw.ID), map[string]string{
 			"/tree/a.md": "alpha\n", "/tree/sub/b.md": "beta\n", "/tree/sub/deep/c.txt": "gamma\n",
 		})
 		a := e.memory("/tree/a.md").ID
 		e.wantDiff("one version per copied file", len(e.history(a)), 1)
-		e.run(store, "mv", "tree/a.md", "tree/sub/deep/a2.md")
+		e.run("mv", filepath.Join(tree, "a.md"), filepath.Join(tree, "sub/deep/a2.md"))
 		e.wantDiff("mv keeps the id", e.memory("/tree/sub/deep/a2.md").ID, a)
-		e.run(store, "mv", "tree/sub", "moved")
+		e.run("mv", filepath.Join(tree, "sub"), filepath.Join(store, "moved"))
 		e.wantDiff("after mv of a dir", e.contents(e.rw.ID), map[string]string{
 			"/moved/b.md": "beta\n", "/moved/deep/a2.md": "alpha\n", "/moved/deep/c.txt": "gamma\n",
 		})
-		e.run(store, "rm", "-r", "tree", "moved")
+		e.run("rm", "-r", tree, filepath.Join(store, "moved"))
 		e.wantDiff("after rm -r", e.contents(e.rw.ID), map[string]string{})
 		names, err := os.ReadDir(store)
 		e.must(err)
@@ -563,7 +569,7 @@ var scenarios = []scenario{
 	{name: "Tools/sed", tools: true, run: func(e *env) {
 		e.write("notes/s.md", "hello world\n")
 		id := e.memory("/s.md").ID
-		e.run(filepath.Join(e.m.Root, rwDir), "sed", "-i", "s/world/trove/", "s.md")
+		e.run("sed", "-i", "s/world/trove/", filepath.Join(e.m.Root, rwDir, "s.md"))
 		e.wantDiff("store", e.contents(e.rw.ID), map[string]string{"/s.md": "hello trove\n"})
 		e.wantDiff("one modified version", e.history(id), []string{"created /s.md hello world\n", "modified /s.md hello trove\n"})
 	}},
@@ -576,17 +582,17 @@ var scenarios = []scenario{
 		// lives outside the mount; the work tree (and the .git link file)
 		// is in it.
 		gitDir := filepath.Join(e.t.TempDir(), "git")
-		e.run(repo, "git", "init", "-q", "--separate-git-dir="+gitDir, ".")
-		e.run(repo, "git", "config", "user.email", "agent@example.com")
-		e.run(repo, "git", "config", "user.name", "Agent")
-		e.run(repo, "git", "add", ".")
-		e.run(repo, "git", "commit", "-q", "-m", "first")
-		e.wantDiff("status", e.run(repo, "git", "status", "--porcelain"), "")
-		files := strings.Fields(e.run(repo, "git", "ls-files"))
+		e.run("git", "init", "-q", "--separate-git-dir="+gitDir, repo)
+		e.run("git", "-C", repo, "config", "user.email", "agent@example.com")
+		e.run("git", "-C", repo, "config", "user.name", "Agent")
+		e.run("git", "-C", repo, "add", ".")
+		e.run("git", "-C", repo, "commit", "-q", "-m", "first")
+		e.wantDiff("status", e.run("git", "-C", repo, "status", "--porcelain"), "")
+		files := strings.Fields(e.run("git", "-C", repo, "ls-files"))
 		sort.Strings(files)
 		e.wantDiff("tracked", files, []string{"README.md", "src/main.go"})
 		e.must(os.WriteFile(filepath.Join(repo, "README.md"), []byte("# repo\nmore\n"), 0o644))
-		e.wantDiff("status after an edit", strings.TrimSpace(e.run(repo, "git", "status", "--porcelain")), "M README.md")
+		e.wantDiff("status after an edit", strings.TrimSpace(e.run("git", "-C", repo, "status", "--porcelain")), "M README.md")
 		if !strings.HasPrefix(e.contents(e.rw.ID)["/repo/.git"], "gitdir: ") {
 			e.t.Errorf("the .git link file is not a memory: %v", e.contents(e.rw.ID))
 		}

@@ -1,0 +1,93 @@
+package fusefs_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/fusefs"
+	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/vfs"
+	"github.com/trovehq/trove/vfs/vfstest"
+)
+
+// backend is a real core over a real SQLite database in t's temp dir.
+func backend(tb testing.TB) vfstest.Backend {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	p := &trove.Principal{WorkspaceID: "wrkspc_fusetest", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_fusetest01"}}
+	return vfstest.Backend{Services: core.New(db, core.Options{}), Ctx: trove.WithPrincipal(ctx, p)}
+}
+
+// fuseUsable returns why a kernel mount cannot work here, or "".
+func fuseUsable() string {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return "no /dev/fuse: " + err.Error()
+	}
+	if os.Getuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			if _, err := exec.LookPath("fusermount"); err != nil {
+				return "not root and no fusermount3/fusermount in PATH"
+			}
+		}
+	}
+	return ""
+}
+
+// mount mounts cfg through the kernel at a temp dir and unmounts it when tb
+// ends.
+func mount(tb testing.TB, cfg vfs.Config) (*fusefs.Server, string) {
+	tb.Helper()
+	if why := fuseUsable(); why != "" {
+		tb.Skip("FUSE unavailable: " + why)
+	}
+	log := slog.New(slog.NewTextHandler(tWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Logger = log
+	v, err := vfs.New(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	srv, err := fusefs.Mount(dir, v, fusefs.Options{Logger: log})
+	if err != nil {
+		tb.Fatalf("mount (FUSE should work on this machine; set up /dev/fuse or skip with -short): %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			tb.Errorf("unmount: %v", err)
+		}
+	})
+	return srv, dir
+}
+
+// TestKernel runs the shared suite through a real FUSE mount.
+func TestKernel(t *testing.T) {
+	vfstest.Run(t, vfstest.Harness{
+		Backend: func(t *testing.T) vfstest.Backend { return backend(t) },
+		Mount: func(t *testing.T, cfg vfs.Config) *vfstest.Mount {
+			cfg.Refresh = 200 * time.Millisecond
+			_, dir := mount(t, cfg)
+			return &vfstest.Mount{Root: dir, FS: vfstest.OSOps(dir), Refresh: cfg.Refresh}
+		},
+	})
+}
+
+// tWriter sends log lines to the test log.
+type tWriter struct{ tb testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
