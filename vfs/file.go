@@ -29,7 +29,7 @@ type node struct {
 	dirty    bool // data differs from what the store holds
 	mtime    time.Time
 	handles  int
-	live     int // handles not flushed (closed) yet
+	live     int   // handles not flushed (closed) yet
 	unlinked bool  // removed or replaced by this mount: uploads nothing
 	failed   error // a write failed (ErrTooLarge): the next flush drops the changes
 }
