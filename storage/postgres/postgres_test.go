@@ -309,6 +309,8 @@ func TestStoreLockSerializes(t *testing.T) {
 	}
 }
 
+// TestStatementTimeout: Options.StatementTimeout bounds statements, but not
+// migrations (Open migrates under a 50 ms timeout here).
 func TestStatementTimeout(t *testing.T) {
 	db := openDBOn(t, testURL(t), newSchema(t), postgres.Options{StatementTimeout: 50 * time.Millisecond, MaxConns: 1})
 	start := time.Now()
