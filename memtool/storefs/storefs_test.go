@@ -149,22 +149,22 @@ func TestLostRaceReapplied(t *testing.T) {
 }
 
 // TestTwoAgentsConcurrent runs two agents, each with its own engine and
-// backend instance, editing the same memories at once, over core+SQLite and
-// over the HTTP API on loopback. Every call must either apply (and then be
+// backend instance, editing the same memories at once, over core+SQLite,
+// over the HTTP API on loopback, and over core+PostgreSQL
+// ($TROVE_TEST_POSTGRES). Every call must either apply (and then be
 // visible in the final content: no lost update) or fail with a clear
 // message.
 func TestTwoAgentsConcurrent(t *testing.T) {
-	for _, remote := range []bool{false, true} {
-		name := "core"
-		if remote {
-			name = "httpapi"
-		}
+	for _, name := range []string{"core-sqlite", "httpapi-sqlite", "core-postgres"} {
 		t.Run(name, func(t *testing.T) {
 			svc := newCore(t)
+			if name == "core-postgres" {
+				svc = newPostgresCore(t)
+			}
 			ctx := agent("apikey_setup")
 			storeID := newStore(t, ctx, svc)
 			var backend trove.Services = svc
-			if remote {
+			if name == "httpapi-sqlite" {
 				backend = newRemote(t, svc)
 			}
 			const files, perAgent = 2, 12
@@ -185,11 +185,7 @@ func TestTwoAgentsConcurrent(t *testing.T) {
 			}
 			results := make(map[string][]memtool.Result)
 			calls := make(map[string][]call)
-			var mu sync.Mutex
-			var wg sync.WaitGroup
 			for _, a := range agents {
-				tool := newTool(backend, storeID) // own engine + backend instance
-				actx := agent("apikey_" + a)
 				for i := range files {
 					p := fmt.Sprintf("/memories/shared/f%d.md", i)
 					for k := range perAgent {
@@ -198,13 +194,15 @@ func TestTwoAgentsConcurrent(t *testing.T) {
 							call{insert(p, 0, fmt.Sprintf("note from %s #%d", a, k)), fmt.Sprintf("note from %s #%d\n", a, k)})
 					}
 				}
-				for _, c := range calls[a] {
-					wg.Go(func() {
-						r := tool.Execute(actx, c.input)
-						mu.Lock()
-						results[a] = append(results[a], r)
-						mu.Unlock()
-					})
+				results[a] = make([]memtool.Result, len(calls[a]))
+			}
+			var wg sync.WaitGroup
+			for _, a := range agents {
+				tool := newTool(backend, storeID) // own engine + backend instance
+				actx := agent("apikey_" + a)
+				res := results[a]
+				for i, c := range calls[a] {
+					wg.Go(func() { res[i] = tool.Execute(actx, c.input) })
 				}
 			}
 			wg.Wait()
@@ -227,16 +225,26 @@ func TestTwoAgentsConcurrent(t *testing.T) {
 				// Every edit is distinct and still applies after any other
 				// edit, so with re-application all of them must succeed and
 				// be visible.
-				for _, c := range calls[a] {
+				for i, c := range calls[a] {
 					var ci struct{ Path string }
 					_ = json.Unmarshal(c.input, &ci)
+					if results[a][i].IsError {
+						if strings.Contains(final[ci.Path], c.want) {
+							t.Errorf("agent %s: %s failed but was applied", a, c.input)
+						}
+						continue
+					}
 					if !strings.Contains(final[ci.Path], c.want) {
 						t.Errorf("agent %s: lost update: %s not in %s", a, strings.TrimSpace(c.want), ci.Path)
 					}
 				}
 			}
-			if errCount != 0 {
-				t.Errorf("%d of %d calls failed; every edit here still applies after a race, so all should succeed", errCount, okCount+errCount)
+			// Every edit here still applies after any race, so with
+			// re-application nearly all succeed; an edit may still give up
+			// after losing DefaultAttempts races in a row (a clear error,
+			// nothing written). Without re-application about half fail.
+			if errCount*10 > okCount+errCount {
+				t.Errorf("%d of %d calls failed; lost races are not being re-applied", errCount, okCount+errCount)
 			}
 		})
 	}

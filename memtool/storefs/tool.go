@@ -14,7 +14,7 @@ import (
 
 // DefaultAttempts is how many times Tool runs an edit that keeps losing
 // races before it gives up with the engine's conflict message.
-const DefaultAttempts = 8
+const DefaultAttempts = 10
 
 // Tool runs memory tool calls through a memtool.Tool over a store backend
 // (FS or Mux) and adds what only the store needs:
@@ -148,7 +148,7 @@ func (t *Tool) Execute(ctx context.Context, input []byte) memtool.Result {
 // writers that keep colliding on one memory drift apart. It returns false if
 // ctx ended.
 func backoff(ctx context.Context, attempt int) bool {
-	d := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
+	d := time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond)))
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
