@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/fusefs"
+	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/vfs"
+)
+
+func init() { register(newMountCmd) }
+
+func newMountCmd(e *env) *cobra.Command {
+	var (
+		sf         storeFlags
+		refs       []string
+		refresh    time.Duration
+		allowOther bool
+		debug      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "mount --store NAME_OR_ID[:ro] [--store …] DIR",
+		Short: "Mount memory stores as a live filesystem (FUSE)",
+		Long: `mount creates a session with the given stores attached (":ro" for
+read-only) and mounts them at DIR, one directory per store named by the slug
+of its name (DIR/<slug>). DIR itself is read-only.
+
+A file is a memory. Writes are buffered and each close (or fsync) of a
+changed file becomes one version attributed to the session. Files over the
+content limit fail with EFBIG, bytes that are not UTF-8 with EILSEQ, and any
+write in a read-only store with EROFS. When another writer changed a file
+since it was opened, close fails with ESTALE and the written bytes are saved
+next to it as <stem>.conflict-<id8>-<UTC time><ext>. Other writers' changes
+appear within --refresh.
+
+The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
+TROVE_API_KEY). Runs until SIGINT/SIGTERM, then unmounts and ends the
+session. Needs /dev/fuse (root, or fusermount3 for other users).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(refs) == 0 {
+				return &exitError{code: 2, err: errors.New("mount: give at least one --store")}
+			}
+			if refresh <= 0 {
+				return &exitError{code: 2, err: errors.New("mount: --refresh must be positive")}
+			}
+			return runMount(e, cmd, &sf, refs, args[0], refresh, allowOther, debug)
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&refs, "store", nil, "store name or ID to mount, :ro for read-only (repeatable)")
+	f.DurationVar(&refresh, "refresh", vfs.DefaultRefresh, "longest time before other writers' changes appear")
+	f.BoolVar(&allowOther, "allow-other", false, "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root)")
+	f.BoolVar(&debug, "debug", false, "log every FUSE request")
+	return cmd
+}
+
+func runMount(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, dir string, refresh time.Duration, allowOther, debug bool) error {
+	ctx := e.ctx
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return &exitError{code: 2, err: fmt.Errorf("mount: %s is not a directory", dir)}
+	}
+	svc, p, closeFn, err := sf.openServices(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if p != nil {
+		ctx = trove.WithPrincipal(ctx, p)
+	}
+	sessions, ok := svc.(trove.SessionService)
+	if !ok {
+		return errors.New("mount: this backend cannot create sessions")
+	}
+	var names []string
+	var access []trove.Access
+	for _, r := range refs {
+		ref, ro, err := parseStoreRef(r)
+		if err != nil {
+			return err
+		}
+		names = append(names, ref)
+		access = append(access, map[bool]trove.Access{true: trove.AccessReadOnly, false: trove.AccessReadWrite}[ro])
+	}
+	stores, _, err := resolveStores(ctx, svc, names)
+	if err != nil {
+		return err
+	}
+	attach := make([]trove.AttachStoreParams, len(stores))
+	for i, st := range stores {
+		attach[i] = trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
+	}
+	sess, token, err := sessions.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
+	if err != nil {
+		return err
+	}
+	endCtx := context.WithoutCancel(ctx)
+	defer func() {
+		if _, err := sessions.EndSession(endCtx, sess.ID); err != nil {
+			fmt.Fprintf(e.stderr, "trove: ending session %s: %s\n", sess.ID, trove.ErrorMessage(err))
+		}
+	}()
+
+	// Everything the mount does acts with the session's own credential.
+	var sessSvc trove.Services
+	var sp *trove.Principal
+	if sf.url != "" {
+		sessSvc = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
+		// Not sent (the client carries the token); names conflict copies.
+		sp = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
+	} else {
+		auth, ok := svc.(trove.Authenticator)
+		if !ok {
+			return errors.New("mount: this backend cannot authenticate session tokens")
+		}
+		if sp, err = auth.Authenticate(ctx, token); err != nil {
+			return err
+		}
+		sessSvc = svc
+	}
+	cfg := vfs.Config{Services: sessSvc, Principal: sp, Refresh: refresh, Logger: cliLogger(e.stderr, debug)}
+	for _, ss := range sess.Stores {
+		cfg.Stores = append(cfg.Stores, vfs.StoreConfig{
+			StoreID: ss.StoreID, Name: path.Base(ss.MountPath), ReadOnly: ss.Access == trove.AccessReadOnly,
+		})
+	}
+	v, err := vfs.New(trove.WithPrincipal(endCtx, sp), cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := fusefs.Mount(dir, v, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	for _, sc := range cfg.Stores {
+		mode := "read_write"
+		if sc.ReadOnly {
+			mode = "read_only"
+		}
+		fmt.Fprintf(e.stdout, "%s\t%s\t%s\n", filepath.Join(dir, sc.Name), sc.StoreID, mode)
+	}
+	fmt.Fprintf(e.stderr, "trove: session %s: %d store(s) mounted at %s; SIGINT/SIGTERM unmounts\n", sess.ID, len(cfg.Stores), dir)
+
+	<-ctx.Done()
+	return unmountRetry(e, srv, 10*time.Second)
+}
+
+// unmountRetry unmounts srv, retrying while the mount is busy (a shell may
+// still sit in it) for at most wait.
+func unmountRetry(e *env, srv *fusefs.Server, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for i := 0; ; i++ {
+		err := srv.Unmount()
+		if err == nil {
+			fmt.Fprintf(e.stderr, "trove: unmounted %s\n", srv.Dir())
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mount: %w (close the files and shells using it, then run fusermount3 -u %s)", err, srv.Dir())
+		}
+		if i == 0 {
+			fmt.Fprintf(e.stderr, "trove: %s is busy; retrying for %v\n", srv.Dir(), wait)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

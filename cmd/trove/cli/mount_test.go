@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trovehq/trove"
+)
+
+// fuseUnusable returns why a FUSE mount cannot work here, or "".
+func fuseUnusable() string {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return "FUSE unavailable: " + err.Error()
+	}
+	if os.Getuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			return "FUSE unavailable: not root and no fusermount3"
+		}
+	}
+	return ""
+}
+
+// startMount runs `trove mount args…` in the background and returns once
+// the stores are mounted (the command has printed one line per store), with
+// a function that stops it (as SIGINT would) and returns its exit code and
+// stderr.
+func startMount(t *testing.T, stores int, args ...string) func() (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		code := run(ctx, append([]string{"mount"}, args...), strings.NewReader(""), pw, &errb)
+		pw.Close()
+		done <- code
+	}()
+	sc := bufio.NewScanner(pr)
+	for i := 0; i < stores; i++ {
+		if !sc.Scan() {
+			cancel()
+			t.Fatalf("mount did not come up (exit %d):\n%s", <-done, errb.String())
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	stopped := false
+	stop := func() (int, string) {
+		if stopped {
+			return 0, ""
+		}
+		stopped = true
+		cancel()
+		return <-done, errb.String()
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+func TestMountLocal(t *testing.T) {
+	if why := fuseUnusable(); why != "" {
+		t.Skip(why)
+	}
+	data, ids := localStores(t, map[string]map[string]string{
+		"Notes":          {"/todo.md": "- buy tea\n"},
+		"Team Standards": {"/style.md": "tabs\n"},
+	})
+	dir := t.TempDir()
+	stop := startMount(t, 2, "--data", data, "--store", "Notes", "--store", "Team Standards:ro", "--refresh", "100ms", dir)
+
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range names {
+		got = append(got, n.Name())
+	}
+	if diff := cmp.Diff([]string{"notes", "team-standards"}, got); diff != "" {
+		t.Errorf("mount root (-want +got):\n%s", diff)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes", "todo.md")); err != nil || string(b) != "- buy tea\n" {
+		t.Errorf("read todo.md: %q %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes", "learned.md"), []byte("learned\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "team-standards", "style.md"), []byte("spaces\n"), 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("write in a read-only store: %v, want EROFS", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "other"), 0o755); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("mkdir in the mount root: %v, want EROFS", err)
+	}
+
+	code, stderr := stop()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Errorf("after unmount %s holds %v (%v)", dir, names, err)
+	}
+	notes, actors := storeContents(t, data, ids["Notes"])
+	if diff := cmp.Diff(map[string]string{"/todo.md": "- buy tea\n", "/learned.md": "learned\n"}, notes); diff != "" {
+		t.Errorf("notes store (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors["/learned.md"]); diff != "" {
+		t.Errorf("the write through the mount is not one session version: %s", diff)
+	}
+	std, _ := storeContents(t, data, ids["Team Standards"])
+	if std["/style.md"] != "tabs\n" {
+		t.Errorf("read-only store was written: %q", std["/style.md"])
+	}
+	ctx := context.Background()
+	svc, closeDB, err := openLocal(ctx, data, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	pg, err := svc.ListSessions(trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace}), trove.ListSessionsParams{})
+	if err != nil || len(pg.Data) != 1 || pg.Data[0].EndedAt == nil {
+		t.Errorf("session not ended: %+v %v", pg, err)
+	}
+}
+
+func TestMountUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no store", []string{"mount", t.TempDir()}, "give at least one --store"},
+		{"no dir", []string{"mount", "--store", "x"}, "accepts 1 arg"},
+		{"not a dir", []string{"mount", "--store", "x", filepath.Join(t.TempDir(), "missing")}, "is not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := syncCLI(t, tc.args...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want failure mentioning %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
