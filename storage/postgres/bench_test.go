@@ -91,6 +91,9 @@ var benchSchema string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 	if benchE != nil {
 		benchE.db.Close()
 		if c, err := pgx.Connect(context.Background(), os.Getenv("TROVE_TEST_POSTGRES")); err == nil {
