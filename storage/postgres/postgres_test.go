@@ -234,6 +234,32 @@ func TestDriverSpecifics(t *testing.T) {
 		}
 	})
 
+	t.Run("a swallowed database error still fails the commit", func(t *testing.T) {
+		m := newMemory(st.ID, "/swallowed", "")
+		err := db.Write(ctx, func(tx storage.Tx) error {
+			if err := tx.MemoryInsert(ctx, m); err != nil {
+				return err
+			}
+			now := time.Now()
+			bad := &trove.Store{ID: trove.NewID(trove.PrefixStore, now), WorkspaceID: "ws1", Name: "n", Description: "\x00", CreatedAt: now, UpdatedAt: now}
+			_ = tx.StoreInsert(ctx, bad) // aborts the transaction; fn ignores it
+			return nil
+		})
+		if err == nil {
+			t.Fatal("Write returned nil although the transaction was aborted")
+		}
+		err = db.Read(ctx, func(tx storage.Tx) error { _, err := tx.MemoryGet(ctx, st.ID, m.ID, false); return err })
+		if code(err) != trove.ENOTFOUND {
+			t.Fatalf("MemoryGet after the aborted Write = %v, want ENOTFOUND", err)
+		}
+	})
+
+	t.Run("a Write that runs no statement commits nothing and succeeds", func(t *testing.T) {
+		if err := db.Write(ctx, func(storage.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("cancelled context is EUNAVAILABLE", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
