@@ -1736,6 +1736,19 @@ func testCoreSessionPrincipal(t *testing.T, open func(t *testing.T) storage.Driv
 	coreWantCode(t, "GetSession(other) by a session", err, trove.EFORBIDDEN)
 	_, err = e.svc.ListSessions(sctx, trove.ListSessionsParams{})
 	coreWantCode(t, "ListSessions by a session", err, trove.EFORBIDDEN)
+	// Archiving an attached store hides it from the session's list unless
+	// archived stores are asked for, and refuses the session's writes.
+	if _, err := e.svc.ArchiveStore(e.ctx, rw.ID); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := e.svc.ListStores(sctx, trove.ListStoresParams{}); err != nil || len(pg.Data) != 1 || pg.Data[0].ID != ro.ID {
+		t.Fatalf("ListStores(session) after archive = %+v, %v", pg, err)
+	}
+	if pg, err := e.svc.ListStores(sctx, trove.ListStoresParams{IncludeArchived: true}); err != nil || len(pg.Data) != 2 {
+		t.Fatalf("ListStores(session, include archived) = %+v, %v", pg, err)
+	}
+	_, err = e.svc.CreateMemory(sctx, rw.ID, trove.CreateMemoryParams{Path: "/late.md"})
+	coreWantCode(t, "CreateMemory(archived, by a session)", err, trove.EINVALID)
 	if _, err := e.svc.EndSession(sctx, se.ID); err != nil {
 		t.Fatalf("EndSession(own): %v", err)
 	}
