@@ -375,14 +375,14 @@ func listFolded(ctx context.Context, tx storage.Tx, storeID, base string, depth 
 				folded = true
 				continue
 			}
-			next := m.Path + "\x00"
+			next := after(m.Path)
 			items = append(items, memItem{mem: m, next: next})
 			from = next
 		}
 		if len(rows) < batch {
 			break // the listing is exhausted
 		}
-		if last := rows[len(rows)-1].Path + "\x00"; last > from {
+		if last := after(rows[len(rows)-1].Path); last > from {
 			from = last
 		}
 		if folded {
@@ -393,6 +393,13 @@ func listFolded(ctx context.Context, tx storage.Tx, storeID, base string, depth 
 	}
 	return items, nil
 }
+
+// after returns the smallest inclusive lower bound that lists every valid
+// path sorting after p and not p itself: p+" ". The bytes below ' ' are
+// control characters, which paths never contain, so no valid path lies
+// between p and p+" ". (A NUL suffix would work too, but PostgreSQL text
+// cannot hold NUL.)
+func after(p string) string { return p + " " }
 
 // foldedPrefix returns the prefix item that stands for path in a listing of
 // base limited to depth levels, or "" when path is listed itself.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1226,6 +1227,26 @@ func testCoreMemoryListPaging(t *testing.T, open func(t *testing.T) storage.Driv
 	want = append(want[:16], append([]string{"/m31"}, want[16:]...)...)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("paging across inserts (-want +got):\n%s", diff)
+	}
+	// Paths that differ only after the end of another (a space, the
+	// smallest byte a path may hold, "!" and a multibyte character) page
+	// one by one without loss.
+	e3 := e.store(t, "U")
+	var tight []string
+	for _, p := range []string{"/s", "/s !", "/s!", "/s0", "/sé", "/t/u", "/t u"} {
+		e.memory(t, e3.ID, p, "x")
+		tight = append(tight, p)
+	}
+	slices.Sort(tight)
+	for _, depth := range []int{0, 1} {
+		items := e.allMemories(t, e.ctx, e3.ID, trove.ListMemoriesParams{Limit: 1, Depth: depth})
+		want := slices.Clone(tight)
+		if depth == 1 {
+			want[slices.Index(want, "/t/u")] = "prefix:/t/"
+		}
+		if diff := cmp.Diff(want, coreItemPaths(items)); diff != "" {
+			t.Fatalf("tight paths, depth %d (-want +got):\n%s", depth, diff)
+		}
 	}
 	// Folded prefixes do not repeat across pages, even when a memory is
 	// created inside an already returned prefix.
