@@ -59,6 +59,9 @@ type Options struct {
 	Limits trove.Limits
 	// Logger receives internal errors; nil discards.
 	Logger *slog.Logger
+	// Mounted serves even a single store under /memories/<slug>/, as a
+	// session's stores are laid out; by default one store is /memories.
+	Mounted bool
 }
 
 // Server is an MCP server over memory stores. It is safe for concurrent use
@@ -94,7 +97,7 @@ func New(svc trove.Services, mounts []Mount, opt Options) (*Server, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, mounts: mounts, single: len(mounts) == 1, limits: opt.Limits, opt: opt}
+	s := &Server{svc: svc, mounts: mounts, single: len(mounts) == 1 && !opt.Mounted, limits: opt.Limits, opt: opt}
 	var fsys memtool.FS
 	if s.single {
 		fsys = storefs.New(svc, mounts[0].StoreID, storefs.Options{Limits: opt.Limits})

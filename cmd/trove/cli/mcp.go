@@ -152,6 +152,7 @@ func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]tr
 func newMCPCmd(e *env) *cobra.Command {
 	var sf storeFlags
 	var storeRefs []string
+	var sessionID string
 	var httpAddr string
 	cmd := &cobra.Command{
 		Use:   "mcp --store NAME_OR_ID [--store ...] [--http 127.0.0.1:PORT]",
@@ -173,19 +174,23 @@ HTTP at http://ADDR/mcp; the endpoint has no authentication of its own, so
 ADDR must be a loopback address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(storeRefs) == 0 {
-				return mcpUsageError("--store is required: name the memory store (by name or memstore_ ID) to serve")
+			if len(storeRefs) == 0 && sessionID == "" {
+				return mcpUsageError("--store is required: name the memory store (by name or memstore_ ID) to serve, or give --session")
+			}
+			if len(storeRefs) > 0 && sessionID != "" {
+				return mcpUsageError("use either --store or --session, not both")
 			}
 			if httpAddr != "" {
 				if err := checkLoopback(httpAddr); err != nil {
 					return err
 				}
 			}
-			return runMCP(e, cmd, &sf, storeRefs, httpAddr)
+			return runMCP(e, cmd, &sf, storeRefs, sessionID, httpAddr)
 		},
 	}
 	sf.register(cmd)
 	cmd.Flags().StringArrayVar(&storeRefs, "store", nil, "memory store to serve, by name or ID; repeat for several stores")
+	cmd.Flags().StringVar(&sessionID, "session", "", "serve the stores attached to this session (sesn_…) at /memories/<slug>/, with the session's access")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	return cmd
 }
@@ -205,7 +210,7 @@ func checkLoopback(addr string) error {
 	return mcpUsageError("--http %q: the MCP endpoint has no authentication, so it only listens on a loopback address (127.0.0.1:PORT or [::1]:PORT)", addr)
 }
 
-func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, httpAddr string) error {
+func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID, httpAddr string) error {
 	ctx := e.ctx
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	svc, p, closeSvc, err := sf.openServices(ctx, cmd)
@@ -217,18 +222,29 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, httpAddr 
 	if p != nil {
 		lookupCtx = trove.WithPrincipal(ctx, p)
 	}
-	stores, slugs, err := resolveStores(lookupCtx, svc, refs)
-	if err != nil {
-		if code := trove.ErrorCode(err); code != trove.EINTERNAL {
-			return errors.New(trove.ErrorMessage(err)) // a clean line for the user
+	var mounts []mcpserver.Mount
+	var names []string
+	if sessionID != "" {
+		var sp *trove.Principal
+		mounts, names, sp, err = sessionMounts(lookupCtx, svc, p, sessionID)
+		if err != nil {
+			return err
 		}
-		return err
+		p = sp
+	} else {
+		stores, slugs, err := resolveStores(lookupCtx, svc, refs)
+		if err != nil {
+			if code := trove.ErrorCode(err); code != trove.EINTERNAL {
+				return errors.New(trove.ErrorMessage(err)) // a clean line for the user
+			}
+			return err
+		}
+		for i, st := range stores {
+			mounts = append(mounts, mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]})
+			names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
+		}
 	}
-	mounts := make([]mcpserver.Mount, len(stores))
-	for i, st := range stores {
-		mounts[i] = mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]}
-	}
-	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: "trove"})
+	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: "trove", Mounted: sessionID != ""})
 	if err != nil {
 		return err
 	}
@@ -246,10 +262,6 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, httpAddr 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.HTTPHandler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	var names []string
-	for _, st := range stores {
-		names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
-	}
 	fmt.Fprintf(e.stderr, "trove mcp: serving %s over streamable HTTP at http://%s/mcp\n", strings.Join(names, ", "), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -264,6 +276,49 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, httpAddr 
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// sessionMounts returns the stores attached to sessionID as mounts named
+// after their mount directories, and the principal the writes run as: with
+// a local database, the session itself (its actor on every version, its
+// read_only/read_write access enforced by the store); with a server, the
+// remote credential (nil).
+func sessionMounts(ctx context.Context, svc trove.Services, local *trove.Principal, sessionID string) ([]mcpserver.Mount, []string, *trove.Principal, error) {
+	ss, ok := svc.(trove.SessionService)
+	if !ok {
+		return nil, nil, nil, errors.New("--session needs a backend with sessions")
+	}
+	sess, err := ss.GetSession(ctx, sessionID)
+	if err != nil {
+		if code := trove.ErrorCode(err); code == trove.ENOTFOUND || code == trove.EINVALID || code == trove.EFORBIDDEN {
+			return nil, nil, nil, fmt.Errorf("session %s: %s", sessionID, trove.ErrorMessage(err))
+		}
+		return nil, nil, nil, err
+	}
+	if sess.EndedAt != nil {
+		return nil, nil, nil, fmt.Errorf("session %s has ended: its stores can no longer be written through it", sessionID)
+	}
+	if len(sess.Stores) == 0 {
+		return nil, nil, nil, fmt.Errorf("session %s has no stores attached", sessionID)
+	}
+	var mounts []mcpserver.Mount
+	var names []string
+	scope := &trove.SessionScope{SessionID: sess.ID, Stores: map[string]trove.Access{}}
+	for _, st := range sess.Stores {
+		slug := st.MountPath[strings.LastIndexByte(st.MountPath, '/')+1:]
+		mounts = append(mounts, mcpserver.Mount{StoreID: st.StoreID, Slug: slug})
+		names = append(names, fmt.Sprintf("%s (%s, %s)", st.Name, st.StoreID, st.Access))
+		scope.Stores[st.StoreID] = st.Access
+	}
+	var p *trove.Principal
+	if local != nil {
+		p = &trove.Principal{
+			WorkspaceID: sess.WorkspaceID,
+			Actor:       trove.Actor{Type: trove.ActorSession, SessionID: sess.ID},
+			Session:     scope,
+		}
+	}
+	return mounts, names, p, nil
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -225,6 +225,67 @@ func TestMCPSubprocess(t *testing.T) {
 		checkVersions(t, data, storeID, keyID)
 	})
 
+	t.Run("stdio-session", func(t *testing.T) {
+		data, notesID, _, secret := setup(t, "Team Notes")
+		svc, closeDB, err := openLocal(context.Background(), data, "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := svc.Authenticate(context.Background(), secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx := trove.WithPrincipal(context.Background(), p)
+		guide, err := svc.CreateStore(pctx, trove.CreateStoreParams{Name: "Style Guide"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := svc.CreateSession(pctx, trove.CreateSessionParams{Stores: []trove.AttachStoreParams{
+			{StoreID: notesID, Access: trove.AccessReadWrite},
+			{StoreID: guide.ID, Access: trove.AccessReadOnly},
+		}})
+		closeDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "mcp", "--session", sess.ID, "--data", data)
+		cmd.Env = env()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cs, err := client().Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
+		}
+		steps := []struct {
+			args    map[string]any
+			want    string
+			isError bool
+		}{
+			{map[string]any{"command": "create", "path": "/memories/team-notes/a.md", "file_text": "hello"}, "File created successfully at: /memories/team-notes/a.md", false},
+			{map[string]any{"command": "create", "path": "/memories/style-guide/b.md", "file_text": "x"}, "Error: The memory store refused the create of /memories/style-guide/b.md: memory store " + guide.ID + " is attached read_only to this session; writes are refused. Nothing was written.", true},
+			{map[string]any{"command": "view", "path": "/memories"}, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n4K\t/memories/style-guide/\n4K\t/memories/team-notes/\n5B\t/memories/team-notes/a.md", false},
+		}
+		for i, s := range steps {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "memory", Arguments: s.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(s.want, mcpText(t, res)); diff != "" || res.IsError != s.isError {
+				t.Errorf("step %d: isError=%v (-want +got):\n%s", i, res.IsError, diff)
+			}
+		}
+		cs.Close()
+		svc, closeDB, err = openLocal(context.Background(), data, "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeDB()
+		vs, err := svc.ListVersions(pctx, notesID, trove.ListVersionsParams{})
+		if err != nil || len(vs.Data) != 1 || vs.Data[0].CreatedBy.Type != trove.ActorSession || vs.Data[0].CreatedBy.SessionID != sess.ID {
+			t.Errorf("versions = %+v, %v; want one by session %s", vs, err, sess.ID)
+		}
+	})
+
 	t.Run("usage-errors", func(t *testing.T) {
 		data, _, _, _ := setup(t, "Demo Memory")
 		tests := []struct {
@@ -233,7 +294,7 @@ func TestMCPSubprocess(t *testing.T) {
 			code int
 			want string
 		}{
-			{[]string{"mcp", "--data", data}, nil, 2, "trove: --store is required: name the memory store (by name or memstore_ ID) to serve\n"},
+			{[]string{"mcp", "--data", data}, nil, 2, "trove: --store is required: name the memory store (by name or memstore_ ID) to serve, or give --session\n"},
 			{[]string{"mcp", "--data", data, "--store", "Nope"}, nil, 1, "trove: no store named \"Nope\"; the stores are \"Demo Memory\"\n"},
 			{[]string{"mcp", "--data", data, "--store", "Demo Memory", "--http", "0.0.0.0:7"}, nil, 2, "trove: --http \"0.0.0.0:7\": the MCP endpoint has no authentication, so it only listens on a loopback address (127.0.0.1:PORT or [::1]:PORT)\n"},
 			{[]string{"mcp", "--store", "x"}, []string{"TROVE_URL=http://127.0.0.1:1"}, 2, "trove: TROVE_URL is set but TROVE_API_KEY is empty: export the server's API key (or a session token) in TROVE_API_KEY\n"},
