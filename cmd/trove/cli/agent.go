@@ -22,13 +22,15 @@ func newAgentCmd(e *env) *cobra.Command {
 		model    string
 		maxTurns int
 		system   string
+		store    agentStore // --store: /memories is a memory store (agent_store.go)
 	)
 	cmd := &cobra.Command{
-		Use:   `agent --root DIR [--model M] [--max-turns N] "prompt"`,
+		Use:   `agent (--root DIR | --store NAME_OR_ID) [--model M] [--max-turns N] "prompt"`,
 		Short: "Run Claude with the memory tool over a local directory",
 		Long: `Send the prompt to Claude with the memory tool enabled and execute its
 memory operations on the directory given by --root (/memories maps to it),
-until Claude stops asking for tools. Claude's text goes to standard output,
+or on the memory store given by --store (local --data, or TROVE_URL with
+TROVE_API_KEY; every write is a version), until Claude stops asking for tools. Claude's text goes to standard output,
 one line per memory call to standard error.
 
 Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
@@ -39,8 +41,8 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if root == "" {
-				return &exitError{code: 2, err: errors.New("agent: --root DIR is required")}
+			if (root == "") == !store.enabled() {
+				return &exitError{code: 2, err: errors.New("agent: give exactly one of --root DIR and --store NAME_OR_ID")}
 			}
 			if os.Getenv("ANTHROPIC_API_KEY") == "" {
 				return &exitError{code: 2, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
@@ -48,15 +50,26 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 			if maxTurns < 1 {
 				return &exitError{code: 2, err: errors.New("agent: --max-turns must be at least 1")}
 			}
-			fsys, err := memtool.NewDirFS(root)
-			if err != nil {
-				return fmt.Errorf("agent: opening --root: %w", err)
+			var tool *memtool.Tool
+			if store.enabled() {
+				st, closeStore, err := store.open(e.ctx, cmd, memtool.Options{})
+				if err != nil {
+					return fmt.Errorf("agent: %w", err)
+				}
+				defer closeStore()
+				tool = st.Engine()
+			} else {
+				fsys, err := memtool.NewDirFS(root)
+				if err != nil {
+					return fmt.Errorf("agent: opening --root: %w", err)
+				}
+				defer fsys.Close()
+				tool = memtool.New(fsys, memtool.Options{})
 			}
-			defer fsys.Close()
 			client := anthropic.NewClient() // reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
 			r := &claude.Runner{
 				Client:   &client,
-				Tool:     memtool.New(fsys, memtool.Options{}),
+				Tool:     tool,
 				Model:    anthropic.Model(model),
 				MaxTurns: maxTurns,
 				System:   system,
@@ -75,7 +88,7 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 					fmt.Fprintf(e.stderr, "[memory] %s -> %s\n", describeCall(u.Input), status)
 				},
 			}
-			_, _, err = r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
+			_, _, err := r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
 			if errors.Is(err, claude.ErrMaxTurns) {
 				return fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
 			}
@@ -86,6 +99,7 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "", "host directory that /memories maps to (created if missing)")
+	store.register(cmd)
 	cmd.Flags().StringVar(&model, "model", string(claude.DefaultModel), "Claude model")
 	cmd.Flags().IntVar(&maxTurns, "max-turns", 20, "maximum number of requests to the Messages API")
 	cmd.Flags().StringVar(&system, "system", "", "optional system prompt")
