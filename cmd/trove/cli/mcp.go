@@ -155,7 +155,7 @@ func newMCPCmd(e *env) *cobra.Command {
 	var sessionID string
 	var httpAddr string
 	cmd := &cobra.Command{
-		Use:   "mcp --store NAME_OR_ID [--store ...] [--http 127.0.0.1:PORT]",
+		Use:   "mcp (--store NAME_OR_ID [--store ...] | --session ID) [--http 127.0.0.1:PORT]",
 		Short: "Serve the memory tool over memory stores to MCP clients (stdio or streamable HTTP)",
 		Long: `Serve an MCP server with two tools over Trove memory stores:
 
@@ -164,7 +164,8 @@ func newMCPCmd(e *env) *cobra.Command {
   search  read-only search of memory paths and content.
 
 With one --store, /memories is that store; with several, /memories/<slug>/ is
-each store (the slug of its name). Stores come from the local database in
+each store (the slug of its name). --session serves a session's stores at
+their mount names, acting as the session (its actor, its access). Stores come from the local database in
 --data (or --database), or from a Trove server when TROVE_URL (or --url) is
 set, authenticated by TROVE_API_KEY.
 
