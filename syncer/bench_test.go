@@ -16,12 +16,14 @@ import (
 // Benchmarks (run only with -bench): the initial download and a no-change
 // pass over 1,000 and 10,000 memories, each next to a baseline measured in
 // the same run on the same store:
+//
 //   - download baseline: the full-content listing through the service plus
 //     writing the same files to disk directly (os.WriteFile);
+//
 //   - no-change baseline: the sha-only listing through the service plus a
 //     walk that lstats every file.
 //
-//	go test -run '^$' -bench . -benchtime 3x ./syncer
+//     go test -run '^$' -bench . -benchtime 3x ./syncer
 func BenchmarkSync(b *testing.B) {
 	for _, n := range benchSizes() {
 		e := newEnv(b)

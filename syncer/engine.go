@@ -964,6 +964,12 @@ func (e *Engine) restore(ctx context.Context, a Action) error {
 	}
 	qdir := filepath.Join(e.o.StateDir, "quarantine", e.o.Now().UTC().Format("20060102T150405Z"))
 	qpath := filepath.Join(qdir, filepath.FromSlash(rel(a.Path)))
+	for i := 2; ; i++ { // never overwrite an earlier quarantined copy
+		if _, err := os.Lstat(qpath); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		qpath = filepath.Join(qdir, filepath.FromSlash(rel(a.Path))) + "." + strconv.Itoa(i)
+	}
 	if err := os.MkdirAll(filepath.Dir(qpath), 0o755); err != nil {
 		return err
 	}

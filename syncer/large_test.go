@@ -39,12 +39,15 @@ func (e *env) seed(n int) {
 	}
 }
 
-// TestLargeStoreNoChangePass: 10,000 memories (2,000 with -short). After the
+// TestLargeStoreNoChangePass: 10,000 memories (2,000 with -short, 1,000 with -race). After the
 // initial download, a pass with nothing changed reads no memory's content,
 // writes nothing, lists sha-only pages, hashes no file, and is quick.
 func TestLargeStoreNoChangePass(t *testing.T) {
 	n := 10000
-	if testing.Short() {
+	switch {
+	case raceEnabled: // SQLite (pure Go) is slow under the race detector
+		n = 1000
+	case testing.Short():
 		n = 2000
 	}
 	e := newEnv(t)

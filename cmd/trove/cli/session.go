@@ -259,11 +259,15 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string
 	// Keep the stores in sync while CMD runs.
 	runCtx, stopSync := context.WithCancel(sctx)
 	var wg sync.WaitGroup
-	for _, m := range mounts {
+	for i, m := range mounts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.Run(runCtx)
+			if err := m.Run(runCtx); err != nil {
+				ss := sess.Stores[i]
+				fmt.Fprintf(e.stderr, "trove: the last sync of %s failed (%s); its unsynced changes stay on disk. Resume with:\n  trove sync --store %s --dir %s --state %s --once\n",
+					dirs[i], trove.ErrorMessage(err), ss.StoreID, dirs[i], filepath.Join(state, ss.StoreID))
+			}
 		}()
 	}
 	child := exec.CommandContext(e.ctx, args[0], args[1:]...)
@@ -281,8 +285,8 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string
 		return nil
 	case errors.As(runErr, &xe):
 		code := xe.ExitCode()
-		if code < 0 {
-			code = 128 + int(syscall.SIGTERM)
+		if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
 		}
 		return &exitError{code: code, err: fmt.Errorf("%s exited with status %d", args[0], code)}
 	default:

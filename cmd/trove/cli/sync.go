@@ -206,6 +206,11 @@ func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
 			fmt.Fprintf(w, "not synced: %s: %s (kept locally)\n", p.Path, p.Reason)
 		}
 	}
+	if always {
+		for _, p := range r.Skipped {
+			fmt.Fprintf(w, "skipped: %s: %s\n", p.Path, p.Reason)
+		}
+	}
 	for _, p := range r.Quarantined {
 		fmt.Fprintf(w, "restored: %s: %s\n", p.Path, p.Reason)
 	}
