@@ -71,6 +71,7 @@ type DB struct {
 	wdb    *sql.DB // exactly one connection, owned by the committer
 	rdb    *sql.DB // read-only pool
 	wconn  *sql.Conn
+	wstmts *stmtCache // statements prepared on wconn, used by the committer only
 	reqs   chan *writeReq
 	done   chan struct{} // closed when the committer has exited
 	max    int
@@ -188,6 +189,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			db.needMigrate.Store(true)
 		}
 	}
+	db.wstmts = newStmtCache(func(q string) (*sql.Stmt, error) {
+		return db.wconn.PrepareContext(context.Background(), q)
+	})
 	go db.commitLoop()
 	return db, nil
 }
@@ -313,7 +317,7 @@ func (db *DB) Close() error {
 		close(db.reqs)
 		db.mu.Unlock()
 		<-db.done
-		err = errors.Join(db.wconn.Close(), db.wdb.Close(), db.rdb.Close())
+		err = errors.Join(db.wstmts.close(), db.wconn.Close(), db.wdb.Close(), db.rdb.Close())
 		if err != nil {
 			err = unavailable("close database", err)
 		}
@@ -327,6 +331,9 @@ func (db *DB) commitLoop() {
 	defer close(db.done)
 	batch := make([]*writeReq, 0, db.max)
 	for {
+		// Let the writers the last commit released queue their next Write
+		// before the group is cut, so groups stay large under load.
+		runtime.Gosched()
 		req, ok := <-db.reqs
 		if !ok {
 			return
@@ -389,7 +396,7 @@ func (db *DB) runBatch(batch []*writeReq) {
 	// transaction, not just one caller's savepoint.
 	bg := context.Background()
 	c := db.wconn
-	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := db.execW("BEGIN IMMEDIATE"); err != nil {
 		err = translate(err)
 		for _, r := range batch {
 			r.err = err
@@ -403,25 +410,25 @@ func (db *DB) runBatch(batch []*writeReq) {
 			r.err = ctxError(err)
 			continue
 		}
-		if _, err := c.ExecContext(bg, "SAVEPOINT w"); err != nil {
+		if _, err := db.execW("SAVEPOINT w"); err != nil {
 			db.abort(batch, translate(err))
 			return
 		}
-		t := &tx{q: c, ctxOf: context.WithoutCancel}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err != nil {
 			// ROLLBACK TO keeps the savepoint open; RELEASE pops it. If the
 			// transaction itself is gone (SQLite rolls it back on some
 			// errors), ROLLBACK TO fails and the whole group must fail.
-			if _, err := c.ExecContext(bg, "ROLLBACK TO w"); err != nil {
+			if _, err := db.execW("ROLLBACK TO w"); err != nil {
 				db.abort(batch, translate(err))
 				return
 			}
 		} else {
 			ran++
 		}
-		if _, err := c.ExecContext(bg, "RELEASE w"); err != nil {
+		if _, err := db.execW("RELEASE w"); err != nil {
 			db.abort(batch, translate(err))
 			return
 		}
@@ -432,11 +439,21 @@ func (db *DB) runBatch(batch []*writeReq) {
 		}
 		return
 	}
-	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
+	if _, err := db.execW("COMMIT"); err != nil {
 		db.abort(batch, translate(err))
 		return
 	}
 	db.writes.Add(int64(ran))
+}
+
+// execW runs a transaction-control statement on the writer connection
+// through the statement cache.
+func (db *DB) execW(query string) (sql.Result, error) {
+	st, err := db.wstmts.get(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(context.Background())
 }
 
 // abort rolls back the group's transaction and fails every request that has

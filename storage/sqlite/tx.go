@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 // inside a savepoint (Write).
 type tx struct {
 	q querier
+	// stmts, when set, caches prepared statements on the connection q
+	// runs on (the writer's); nil means statements are prepared per call.
+	stmts *stmtCache
 	// ctxOf derives the context statements run with. Writes share one
 	// transaction, so their statements must not be interrupted by one
 	// caller's cancellation (SQLite may then roll back the whole
@@ -49,7 +53,15 @@ func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, e
 	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
-	res, err := t.q.ExecContext(t.ctxOf(ctx), query, args...)
+	var res sql.Result
+	st, err := t.stmts.get(query)
+	switch {
+	case err != nil:
+	case st != nil:
+		res, err = st.ExecContext(t.ctxOf(ctx), args...)
+	default:
+		res, err = t.q.ExecContext(t.ctxOf(ctx), query, args...)
+	}
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -77,7 +89,15 @@ func (t *tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, e
 	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := t.q.QueryContext(t.ctxOf(ctx), query, args...)
+	var rows *sql.Rows
+	st, err := t.stmts.get(query)
+	switch {
+	case err != nil:
+	case st != nil:
+		rows, err = st.QueryContext(t.ctxOf(ctx), args...)
+	default:
+		rows, err = t.q.QueryContext(t.ctxOf(ctx), query, args...)
+	}
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -90,7 +110,14 @@ func (t *tx) queryRow(ctx context.Context, what, id string, scan func(rowScanner
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	err := scan(t.q.QueryRowContext(t.ctxOf(ctx), query, args...))
+	st, err := t.stmts.get(query)
+	switch {
+	case err != nil:
+	case st != nil:
+		err = scan(st.QueryRowContext(t.ctxOf(ctx), args...))
+	default:
+		err = scan(t.q.QueryRowContext(t.ctxOf(ctx), query, args...))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound(what, id)
 	}
@@ -98,6 +125,55 @@ func (t *tx) queryRow(ctx context.Context, what, id string, scan func(rowScanner
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
+
+// stmtCache keeps the statements prepared on one connection, by text.
+// The set of texts the driver uses is small and bounded (lists take LIMIT
+// as a parameter); past maxCachedStmts statements are not cached.
+type stmtCache struct {
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
+	prep func(query string) (*sql.Stmt, error)
+}
+
+const maxCachedStmts = 1024
+
+func newStmtCache(prep func(query string) (*sql.Stmt, error)) *stmtCache {
+	return &stmtCache{m: map[string]*sql.Stmt{}, prep: prep}
+}
+
+// get returns the cached statement for query, preparing it on a miss; nil
+// (and no error) for a nil cache or a full one.
+func (c *stmtCache) get(query string) (*sql.Stmt, error) {
+	if c == nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	if len(c.m) >= maxCachedStmts {
+		return nil, nil
+	}
+	st, err := c.prep(query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// close closes every cached statement.
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for q, st := range c.m {
+		errs = append(errs, st.Close())
+		delete(c.m, q)
+	}
+	return errors.Join(errs...)
+}
 
 // ---- conversions ----
 
@@ -224,11 +300,14 @@ func (w *whereBuilder) String() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
-func limitClause(n int) string {
+// limitArg is the argument of a "LIMIT ?" clause: n, or -1 (no limit) for
+// n <= 0. A parameter rather than a literal keeps the set of statement texts,
+// and so the statement cache, small.
+func limitArg(n int) int {
 	if n <= 0 {
-		return ""
+		return -1
 	}
-	return fmt.Sprintf(" LIMIT %d", n)
+	return n
 }
 
 // ---- stores ----
@@ -312,7 +391,7 @@ func (t *tx) StoreList(ctx context.Context, p storage.StoreListParams) ([]trove.
 	w.timeRange("created_at", p.CreatedAt)
 	w.before(p.Before)
 	rows, err := t.query(ctx, `SELECT `+storeCols+` FROM stores`+w.String()+
-		` ORDER BY created_at DESC, id DESC`+limitClause(p.Limit), w.args...)
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, append(w.args, limitArg(p.Limit))...)
 	if err != nil {
 		return nil, err
 	}
@@ -387,8 +466,8 @@ func (t *tx) pathConflict(ctx context.Context, err error, storeID, path string) 
 	e := &trove.Error{Code: trove.EPATHCONFLICT, Message: fmt.Sprintf("a memory already exists at path %q", path),
 		ConflictingPath: path, Err: err}
 	var id string
-	if qerr := t.q.QueryRowContext(t.ctxOf(ctx), `SELECT id FROM memories WHERE store_id = ? AND path = ?`,
-		storeID, path).Scan(&id); qerr == nil {
+	if qerr := t.queryRow(ctx, "memory at path", path, func(r rowScanner) error { return r.Scan(&id) },
+		`SELECT id FROM memories WHERE store_id = ? AND path = ?`, storeID, path); qerr == nil {
 		e.ConflictingMemoryID = id
 	}
 	return e
@@ -562,7 +641,7 @@ func memoryListQuery(p storage.MemoryListParams) sqlQuery {
 			w.add("path < ?", end)
 		}
 	}
-	return sqlQuery{memorySelect(p.WithContent) + w.String() + ` ORDER BY path` + limitClause(p.Limit), w.args}
+	return sqlQuery{memorySelect(p.WithContent) + w.String() + ` ORDER BY path LIMIT ?`, append(w.args, limitArg(p.Limit))}
 }
 
 // ---- versions ----
@@ -698,7 +777,7 @@ func versionListQuery(p storage.VersionListParams) sqlQuery {
 	}
 	w.timeRange("created_at", p.CreatedAt)
 	w.before(p.Before)
-	return sqlQuery{versionSelect(p.WithContent) + w.String() + ` ORDER BY created_at DESC, id DESC` + limitClause(p.Limit), w.args}
+	return sqlQuery{versionSelect(p.WithContent) + w.String() + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(w.args, limitArg(p.Limit))}
 }
 
 // VersionRedact nulls content, path, size and sha256 and sets
@@ -906,7 +985,7 @@ func (t *tx) SessionList(ctx context.Context, p storage.SessionListParams) ([]tr
 	}
 	w.before(p.Before)
 	rows, err := t.query(ctx, `SELECT `+sessionCols+` FROM sessions`+w.String()+
-		` ORDER BY created_at DESC, id DESC`+limitClause(p.Limit), w.args...)
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, append(w.args, limitArg(p.Limit))...)
 	if err != nil {
 		return nil, err
 	}
