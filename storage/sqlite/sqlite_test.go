@@ -319,3 +319,35 @@ func rawOpen(t *testing.T, path string) *sql.DB {
 	t.Cleanup(func() { raw.Close() })
 	return raw
 }
+
+func TestRawBaseline(t *testing.T) {
+	ctx := context.Background()
+	w, r, err := sqlite.RawBaseline(ctx, t.TempDir(), 4, 40)
+	if err != nil {
+		t.Fatalf("RawBaseline: %v", err)
+	}
+	if w <= 0 || r <= 0 {
+		t.Errorf("RawBaseline = %v writes/s, %v reads/s; want positive rates", w, r)
+	}
+	for _, c := range []struct{ conc, n int }{{0, 10}, {1, 0}, {-1, -1}} {
+		if _, _, err := sqlite.RawBaseline(ctx, t.TempDir(), c.conc, c.n); trove.ErrorCode(err) != trove.EINVALID {
+			t.Errorf("RawBaseline(concurrency %d, n %d): %v, want EINVALID", c.conc, c.n, err)
+		}
+	}
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a b?c#d%20e")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "trove.db")
+	db := openAt(t, path)
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, testStore()) }); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the database is not at the path given: %v", err)
+	}
+}
