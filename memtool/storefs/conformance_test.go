@@ -24,7 +24,11 @@ import (
 const storeDifferences = "TestConformance/LineLimit" +
 	"|TestConformance/ImageContent" +
 	"|TestConformance/Commands/view/png" +
-	"|TestConformance/Commands/view/jpeg"
+	"|TestConformance/Commands/view/jpeg" +
+	"|TestConformanceRemote/LineLimit" +
+	"|TestConformanceRemote/ImageContent" +
+	"|TestConformanceRemote/Commands/view/png" +
+	"|TestConformanceRemote/Commands/view/jpeg"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -42,5 +46,15 @@ func TestConformance(t *testing.T) {
 	svc := newCore(t)
 	memtooltest.Run(t, func(t *testing.T) memtool.FS {
 		return storefs.New(svc, newStore(t, ctx, svc), storefs.Options{Principal: trove.PrincipalFrom(ctx)})
+	})
+}
+
+// TestConformanceRemote runs the same suite through httpapi.Client to a
+// real server on loopback.
+func TestConformanceRemote(t *testing.T) {
+	ctx := agent("apikey_conformance")
+	remote := newRemote(t, newCore(t))
+	memtooltest.Run(t, func(t *testing.T) memtool.FS {
+		return storefs.New(remote, newStore(t, ctx, remote), storefs.Options{})
 	})
 }
