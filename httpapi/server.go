@@ -51,6 +51,11 @@ type Config struct {
 	// Health reports whether the database answers; /healthz is 200 when it
 	// returns nil and 503 otherwise. nil means always healthy.
 	Health func(context.Context) error
+	// AuthCacheTTL, when positive, caches successful authentications for
+	// that long: a revoked key, or a session ended by another process,
+	// keeps working on this server for up to AuthCacheTTL. 0 asks Auth on
+	// every request.
+	AuthCacheTTL time.Duration
 }
 
 // Server is the HTTP handler. Create it with NewServer.
@@ -65,6 +70,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	reg     *prometheus.Registry
+	authC   *authCache
 }
 
 // routeKind says what a route requires before its handler runs.
@@ -100,6 +106,7 @@ func NewServer(cfg Config) *Server {
 		health:  cfg.Health,
 		mux:     http.NewServeMux(),
 		reg:     cfg.Metrics,
+		authC:   newAuthCache(cfg.AuthCacheTTL),
 	}
 	if s.limits == (trove.Limits{}) {
 		s.limits = trove.DefaultLimits()
@@ -276,6 +283,10 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 	if secret == "" {
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "missing credential: send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\"")
 	}
+	now := time.Now()
+	if p := s.authC.get(secret, now); p != nil {
+		return p, nil
+	}
 	p, err := s.auth.Authenticate(r.Context(), secret)
 	if err != nil {
 		return nil, err
@@ -283,6 +294,7 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 	if p == nil {
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "invalid credential")
 	}
+	s.authC.put(secret, p, now)
 	return p, nil
 }
 

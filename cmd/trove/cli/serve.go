@@ -30,7 +30,7 @@ func envOr(name, def string) string {
 
 func newServeCmd(e *env) *cobra.Command {
 	var data, addr, dbURL string
-	var shutdownTimeout time.Duration
+	var shutdownTimeout, authCache time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory stores API (wire compatible with the Anthropic SDKs)",
@@ -41,18 +41,19 @@ key in workspace ` + defaultWorkspace + `, prints it once and saves it to <data>
 Data lives in SQLite at <data>/trove.db unless --database names a PostgreSQL URL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServe(e, data, addr, dbURL, shutdownTimeout)
+			return runServe(e, data, addr, dbURL, shutdownTimeout, authCache)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
 	f.StringVar(&addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
 	f.StringVar(&dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
+	f.DurationVar(&authCache, "auth-cache", 0, "cache successful authentications this long (a revoked key keeps working on this server up to it); 0 checks every request")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	return cmd
 }
 
-func runServe(e *env, data, addr, dbURL string, shutdownTimeout time.Duration) error {
+func runServe(e *env, data, addr, dbURL string, shutdownTimeout, authCache time.Duration) error {
 	ctx := e.ctx
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	b, err := openBackend(ctx, data, dbURL, true, log)
@@ -75,6 +76,8 @@ func runServe(e *env, data, addr, dbURL string, shutdownTimeout time.Duration) e
 		Logger:   log,
 		Metrics:  reg,
 		Health:   b.health,
+
+		AuthCacheTTL: authCache,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
