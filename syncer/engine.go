@@ -161,8 +161,8 @@ type Engine struct {
 
 // New opens (or starts) the manifest in StateDir for Dir and StoreID. It
 // creates Dir and StateDir if needed. Returns EINVALID for missing options,
-// a StateDir inside Dir, or a StateDir that belongs to another store or
-// directory.
+// a StateDir inside Dir (or Dir inside StateDir), or a StateDir that belongs
+// to another store or directory.
 func New(o Options) (*Engine, error) {
 	if o.Services == nil || o.StoreID == "" || o.Dir == "" || o.StateDir == "" {
 		return nil, trove.Errorf(trove.EINVALID, "syncer: Services, StoreID, Dir and StateDir are required")
@@ -177,6 +177,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if state == dir || strings.HasPrefix(state, dir+string(filepath.Separator)) {
 		return nil, trove.Errorf(trove.EINVALID, "syncer: the state directory %s must be outside the synced directory %s", state, dir)
+	}
+	if strings.HasPrefix(dir, state+string(filepath.Separator)) {
+		return nil, trove.Errorf(trove.EINVALID, "syncer: the synced directory %s must not be inside the state directory %s", dir, state)
 	}
 	o.Dir, o.StateDir = dir, state
 	if o.Interval == 0 {
@@ -211,6 +214,11 @@ func New(o Options) (*Engine, error) {
 	man, err := loadManifest(state, o.StoreID, dir)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(state, "manifest.json")); errors.Is(err, fs.ErrNotExist) {
+		if err := man.save(state); err != nil { // claim the state directory for this pair
+			return nil, err
+		}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
