@@ -475,3 +475,78 @@ func TestBeforeKeyRoundsSubMicroseconds(t *testing.T) {
 		t.Errorf("ceilMicros(1.5µs) = %d", got)
 	}
 }
+
+func TestReadConnectionsSurvivePanicsAndCancellation(t *testing.T) {
+	db := openInternal(t, Options{ReadConns: 2})
+	ctx := context.Background()
+	s := newStore(1)
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 { // more than the pool: a leaked connection would block
+		func() {
+			defer func() {
+				if p := recover(); p != "read panic" {
+					t.Errorf("recovered %v, want the fn's panic", p)
+				}
+			}()
+			db.Read(ctx, func(tx storage.Tx) error {
+				if _, err := tx.StoreGet(ctx, "wrkspc_t", s.ID); err != nil {
+					t.Errorf("StoreGet: %v", err)
+				}
+				panic("read panic")
+			})
+		}()
+		cctx, cancel := context.WithCancel(ctx)
+		err := db.Read(cctx, func(tx storage.Tx) error {
+			cancel()
+			_, err := tx.StoreGet(cctx, "wrkspc_t", s.ID)
+			return err
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Read whose context is cancelled inside fn: %v, want context.Canceled", err)
+		}
+		if !storeExists(t, db, s.ID) {
+			t.Fatalf("round %d: store not found after a panicking Read", i)
+		}
+	}
+}
+
+func TestCloseWaitsForReads(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRead, release := make(chan struct{}), make(chan struct{})
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- db.Read(context.Background(), func(tx storage.Tx) error {
+			close(inRead)
+			<-release
+			_, err := tx.StoreList(context.Background(), storage.StoreListParams{WorkspaceID: "w"})
+			return err
+		})
+	}()
+	<-inRead
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	for { // Close has begun: new work is refused
+		db.mu.RLock()
+		c := db.closed
+		db.mu.RUnlock()
+		if c {
+			break
+		}
+		runtime.Gosched()
+	}
+	if err := db.Read(context.Background(), func(storage.Tx) error { return nil }); trove.ErrorCode(err) != trove.EUNAVAILABLE {
+		t.Errorf("a new Read during Close: %v, want EUNAVAILABLE", err)
+	}
+	close(release)
+	if err := <-readErr; err != nil {
+		t.Errorf("a Read in flight during Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}

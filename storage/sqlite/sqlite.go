@@ -66,18 +66,21 @@ type Options struct {
 // DB is an open SQLite database. It implements storage.Driver and
 // storage.Migrator. It is safe for concurrent use.
 type DB struct {
-	path   string
-	log    *slog.Logger
-	wdb    *sql.DB // exactly one connection, owned by the committer
-	rdb    *sql.DB // read-only pool
-	wconn  *sql.Conn
-	wstmts *stmtCache // statements prepared on wconn, used by the committer only
-	reqs   chan *writeReq
-	done   chan struct{} // closed when the committer has exited
-	max    int
-	closed bool
-	mu     sync.RWMutex // guards closed and sends on reqs
-	close  sync.Once
+	path string
+	log  *slog.Logger
+	wdb  *sql.DB // exactly one connection, owned by the committer
+	rdb  *sql.DB // read-only connections; see readers
+	// readers holds the idle read connections (ReadConns of them); Read
+	// takes one for the whole transaction. It is closed by Close.
+	readers chan *readConn
+	wconn   *sql.Conn
+	wstmts  *stmtCache // statements prepared on wconn, used by the committer only
+	reqs    chan *writeReq
+	done    chan struct{} // closed when the committer has exited
+	max     int
+	closed  bool
+	mu      sync.RWMutex // guards closed and sends on reqs
+	close   sync.Once
 
 	// needMigrate is set while the schema is older than the driver's.
 	needMigrate atomic.Bool
@@ -160,8 +163,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.wdb.Close()
 		return nil, unavailable("open database", err)
 	}
-	db.rdb.SetMaxOpenConns(readConns)
-	db.rdb.SetMaxIdleConns(readConns)
+	// One connection more than the readers, for SchemaVersion.
+	db.rdb.SetMaxOpenConns(readConns + 1)
+	db.rdb.SetMaxIdleConns(readConns + 1)
+	db.readers = make(chan *readConn, readConns)
+	for range readConns {
+		db.readers <- &readConn{}
+	}
 	db.rdb.SetConnMaxIdleTime(0)
 	db.rdb.SetConnMaxLifetime(0)
 
@@ -255,18 +263,81 @@ func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
-	sqlTx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	var rc *readConn
+	var ok bool
+	select {
+	case rc, ok = <-db.readers:
+		if !ok {
+			return errClosed
+		}
+	case <-ctx.Done():
+		return ctxError(ctx.Err())
+	}
+	healthy := false
+	defer func() {
+		if !healthy {
+			rc.reset(db.log)
+		}
+		db.readers <- rc
+	}()
+	if err := rc.open(ctx, db.rdb); err != nil {
+		return err
+	}
+	if _, err := rc.exec(ctx, "BEGIN"); err != nil {
+		return translate(err)
+	}
+	t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: func(c context.Context) context.Context { return c }}
+	defer func() {
+		t.end()
+		// A read-only transaction has nothing to commit; ROLLBACK just ends
+		// the snapshot (also when fn panics). If it fails, the connection is
+		// replaced rather than reused in an unknown state.
+		if _, err := rc.exec(context.Background(), "ROLLBACK"); err == nil {
+			healthy = true
+		}
+	}()
+	return fn(t)
+}
+
+// readConn is one connection of the read pool with its statement cache.
+// Each is used by one Read at a time; db.readers holds the idle ones.
+type readConn struct {
+	c     *sql.Conn // nil until opened, or after a failure
+	stmts *stmtCache
+}
+
+// open connects rc if it is not connected.
+func (rc *readConn) open(ctx context.Context, rdb *sql.DB) error {
+	if rc.c != nil {
+		return nil
+	}
+	c, err := rdb.Conn(ctx)
 	if err != nil {
 		return translate(err)
 	}
-	t := &tx{q: sqlTx, ctxOf: func(c context.Context) context.Context { return c }}
-	defer func() {
-		t.end()
-		// A read-only transaction has nothing to commit; Rollback just ends
-		// the snapshot (also when fn panics).
-		_ = sqlTx.Rollback()
-	}()
-	return fn(t)
+	rc.c = c
+	rc.stmts = newStmtCache(func(q string) (*sql.Stmt, error) { return c.PrepareContext(context.Background(), q) })
+	return nil
+}
+
+// exec runs a cached transaction-control statement.
+func (rc *readConn) exec(ctx context.Context, query string) (sql.Result, error) {
+	st, err := rc.stmts.get(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx)
+}
+
+// reset closes rc's connection; the next Read opens a new one.
+func (rc *readConn) reset(log *slog.Logger) {
+	if rc.c == nil {
+		return
+	}
+	if err := errors.Join(rc.stmts.close(), rc.c.Close()); err != nil {
+		log.Debug("sqlite: closing a read connection", "err", err)
+	}
+	rc.c, rc.stmts = nil, nil
 }
 
 // Write runs fn in a read-write transaction and returns nil only once fn's
@@ -307,8 +378,9 @@ func (db *DB) submit(ctx context.Context, req *writeReq) error {
 	return req.err
 }
 
-// Close stops accepting Writes, waits until every queued Write has been
-// committed, and closes the database. Later calls return nil.
+// Close stops accepting Reads and Writes, waits until every queued Write
+// has been committed and every Read in flight has returned, and closes the
+// database. Later calls return nil.
 func (db *DB) Close() error {
 	var err error
 	db.close.Do(func() {
@@ -317,6 +389,12 @@ func (db *DB) Close() error {
 		close(db.reqs)
 		db.mu.Unlock()
 		<-db.done
+		// Wait for the Reads in flight: take every read connection back.
+		for range cap(db.readers) {
+			rc := <-db.readers
+			rc.reset(db.log)
+		}
+		close(db.readers)
 		err = errors.Join(db.wstmts.close(), db.wconn.Close(), db.wdb.Close(), db.rdb.Close())
 		if err != nil {
 			err = unavailable("close database", err)
