@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -165,5 +167,66 @@ func TestSyncUsage(t *testing.T) {
 	code, _, stderr = syncCLI(t, "sync", "--data", data, "--store", "N", "--dir", dir, "--state", filepath.Join(dir, "state"), "--once")
 	if code != 1 || !strings.Contains(stderr, "must be outside the synced directory") {
 		t.Errorf("state inside dir: exit %d: %s", code, stderr)
+	}
+}
+
+// notifyBuffer signals every write, so a test can wait for output without
+// sleeping.
+type notifyBuffer struct {
+	lockedBuffer
+	ch chan struct{}
+}
+
+func (n *notifyBuffer) Write(p []byte) (int, error) {
+	k, err := n.lockedBuffer.Write(p)
+	select {
+	case n.ch <- struct{}{}:
+	default:
+	}
+	return k, err
+}
+
+func (n *notifyBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for !strings.Contains(n.String(), s) {
+		select {
+		case <-n.ch:
+		case <-timeout:
+			t.Fatalf("timed out waiting for %q in:\n%s", s, n.String())
+		}
+	}
+}
+
+// TestSyncRunsUntilStopped: without --once, sync picks up a new file from a
+// file system event, and the final pass on stop pushes a deletion at once.
+func TestSyncRunsUntilStopped(t *testing.T) {
+	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/old.md": "old\n", "/keep.md": "keep\n"}})
+	dir := filepath.Join(t.TempDir(), "notes")
+	state := filepath.Join(t.TempDir(), "state")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errb := &notifyBuffer{ch: make(chan struct{}, 1)}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"sync", "--data", data, "--store", "Notes", "--dir", dir, "--state", state, "--interval", "1h"},
+			strings.NewReader(""), io.Discard, errb)
+	}()
+	errb.waitFor(t, "sync: 2 download")
+	if err := os.WriteFile(filepath.Join(dir, "new.md"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb.waitFor(t, "sync: 1 create")
+	if err := os.Remove(filepath.Join(dir, "old.md")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errb.String())
+	}
+	got, _ := storeContents(t, data, ids["Notes"])
+	want := map[string]string{"/keep.md": "keep\n", "/new.md": "new\n"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("store after stop (-want +got):\n%s", diff)
 	}
 }
