@@ -280,7 +280,8 @@ const (
 	kInvalid             // not a valid memory path: cannot exist
 )
 
-// classify returns what name is, with the memory for a file.
+// classify returns what name is, with the memory (content filled when
+// content is set) for a file.
 func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *trove.Memory, error) {
 	if name == "" {
 		return kDir, nil, nil
@@ -288,19 +289,37 @@ func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *tr
 	if f.validName(name) != nil {
 		return kInvalid, nil, nil
 	}
+	f.mu.Lock()
+	_, cached := f.ids[memPath(name)]
+	f.mu.Unlock()
+	checkedDir := false
+	if !cached {
+		// Probably a directory or nothing: one cheap listing tells a
+		// directory before scanning the parent for a file.
+		dir, err := f.hasChildren(ctx, name)
+		if err != nil {
+			return kNone, nil, err
+		}
+		if dir {
+			return kDir, nil, nil
+		}
+		checkedDir = true
+	}
 	m, err := f.lookup(ctx, name, content)
 	if err != nil {
 		return kNone, nil, err
 	}
 	if m != nil {
-		return kFile, nil, nil
+		return kFile, m, nil
 	}
-	dir, err := f.hasChildren(ctx, name)
-	if err != nil {
-		return kNone, nil, err
-	}
-	if dir {
-		return kDir, nil, nil
+	if !checkedDir {
+		dir, err := f.hasChildren(ctx, name)
+		if err != nil {
+			return kNone, nil, err
+		}
+		if dir {
+			return kDir, nil, nil
+		}
 	}
 	// Nothing at name. Is a parent a file?
 	for a := parentOf(name); a != ""; a = parentOf(a) {
@@ -319,25 +338,6 @@ func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *tr
 	return kNone, nil, nil
 }
 
-// classifyFile is classify returning the memory of a file too.
-func (f *FS) classifyFile(ctx context.Context, name string, content bool) (kind, *trove.Memory, error) {
-	if name == "" {
-		return kDir, nil, nil
-	}
-	if f.validName(name) != nil {
-		return kInvalid, nil, nil
-	}
-	m, err := f.lookup(ctx, name, content)
-	if err != nil {
-		return kNone, nil, err
-	}
-	if m != nil {
-		return kFile, m, nil
-	}
-	k, _, err := f.classify(ctx, name, false)
-	return k, nil, err
-}
-
 // ---- memtool.FS ----
 
 // Stat describes name: KindFile with the content size for a memory,
@@ -346,7 +346,7 @@ func (f *FS) classifyFile(ctx context.Context, name string, content bool) (kind,
 // never hold) or memtool.ErrNotDir when a parent is a memory.
 func (f *FS) Stat(ctx context.Context, name string) (memtool.Info, error) {
 	ctx = f.with(ctx)
-	k, m, err := f.classifyFile(ctx, name, false)
+	k, m, err := f.classify(ctx, name, false)
 	if err != nil {
 		return memtool.Info{}, err
 	}
@@ -429,7 +429,7 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 			return nil, "", memtool.ErrTooLarge
 		}
 	}
-	k, m, err := f.classifyFile(ctx, name, true)
+	k, m, err := f.classify(ctx, name, true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -579,7 +579,7 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 	if name == "" {
 		return memtool.ErrNotExist
 	}
-	k, m, err := f.classifyFile(ctx, name, false)
+	k, m, err := f.classify(ctx, name, false)
 	if err != nil {
 		return err
 	}
@@ -647,7 +647,7 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	case kNotDir:
 		return memtool.ErrNotDir
 	}
-	ok, m, err := f.classifyFile(ctx, oldname, false)
+	ok, m, err := f.classify(ctx, oldname, false)
 	if err != nil {
 		return err
 	}
