@@ -281,12 +281,35 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		return false, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("cannot scan %s", e.o.Dir), Err: err}
 	}
 	e.rep.Hashed += scan.Hashed
-	e.rep.Skipped = scan.Skipped
 	remote, err := e.listRemote(ctx)
 	if err != nil {
 		return false, err
 	}
 	e.rep.Listed = len(remote)
+	entries := e.man.Entries
+	for p := range remote {
+		if isTempName(path.Base(p)) {
+			// Never materialised (the scanner skips such names), so it must
+			// not be planned either: it would look deleted locally.
+			delete(remote, p)
+			scan.Skipped = append(scan.Skipped, Problem{Path: p, Reason: "store path uses the sync engine's temp-file name; not synced"})
+		}
+	}
+	if len(scan.Blocked) > 0 {
+		// Paths the scan could not see are left alone on both sides.
+		entries = make(map[string]*Entry, len(e.man.Entries))
+		for p, en := range e.man.Entries {
+			if !scan.blocked(p) {
+				entries[p] = en
+			}
+		}
+		for p := range remote {
+			if scan.blocked(p) {
+				delete(remote, p)
+			}
+		}
+	}
+	e.rep.Skipped = scan.Skipped
 	e.scan, e.remote = scan, remote
 	e.taken = map[string]bool{}
 	e.dirs = map[string]bool{}
@@ -311,7 +334,7 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 	}
 	grace := max(e.o.DeleteGrace, 0)
 	plan := PlanSync(PlanInput{
-		Entries: e.man.Entries, Local: scan.Files, Remote: remote, Now: e.o.Now(),
+		Entries: entries, Local: scan.Files, Remote: remote, Now: e.o.Now(),
 		ReadOnly: e.o.ReadOnly, DeleteGrace: grace, MaxDeletes: maxDel, Final: final,
 	})
 	e.rep.PendingDeletes = plan.PendingDeletes

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,9 +42,13 @@ type LocalFile struct {
 // Scan is a local directory's state.
 type Scan struct {
 	Files map[string]LocalFile // key: store path
-	// Skipped lists entries not synced (symlinks, special files, names the
-	// engine cannot map), with the reason.
+	// Skipped lists entries not synced (symlinks, special files, unreadable
+	// files or directories), with the reason.
 	Skipped []Problem
+	// Blocked are the store paths, and prefixes ending in "/", the scan could
+	// not see as regular files: the engine leaves them alone on both sides,
+	// so an unreadable file is never taken for a deleted one.
+	Blocked []string
 	// Hashed counts files read during the scan.
 	Hashed int
 }
@@ -73,6 +78,10 @@ func (s *scanner) scan() (*Scan, error) {
 				return err
 			}
 			out.Skipped = append(out.Skipped, Problem{Path: "/" + rel, Reason: "cannot read: " + err.Error()})
+			out.Blocked = append(out.Blocked, "/"+rel, "/"+rel+"/")
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if rel == "." {
@@ -91,6 +100,7 @@ func (s *scanner) scan() (*Scan, error) {
 				what = "symbolic link"
 			}
 			out.Skipped = append(out.Skipped, Problem{Path: p, Reason: what + " is not synced"})
+			out.Blocked = append(out.Blocked, p, p+"/")
 			return nil
 		}
 		info, err := d.Info()
@@ -107,8 +117,13 @@ func (s *scanner) scan() (*Scan, error) {
 			out.Files[p] = f
 			return nil
 		}
-		f, ok := s.hash(rel)
-		if !ok {
+		f, err := s.hash(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // vanished during the walk: absent
+		}
+		if err != nil {
+			out.Skipped = append(out.Skipped, Problem{Path: p, Reason: "cannot read: " + err.Error()})
+			out.Blocked = append(out.Blocked, p, p+"/")
 			return nil
 		}
 		out.Hashed++
@@ -131,15 +146,26 @@ func (s *scanner) trusted(key StatKey, hashedAt int64) bool {
 	return hashedAt-last >= int64(s.trust)
 }
 
-// hash reads rel and describes it; false if it vanished or is unreadable.
-func (s *scanner) hash(rel string) (LocalFile, bool) {
+// hash reads rel and describes it.
+func (s *scanner) hash(rel string) (LocalFile, error) {
 	b, key, err := readLocal(s.root, rel)
 	if err != nil {
-		return LocalFile{}, false
+		return LocalFile{}, err
 	}
 	f := LocalFile{SHA: hashBytes(b), Size: int64(len(b)), Stat: key, HashedAt: time.Now().UnixNano(), Fresh: true}
 	f.Problem = contentProblem(b, s.limits)
-	return f, true
+	return f, nil
+}
+
+// blocked reports whether store path p is covered by one of the blocked
+// paths or prefixes.
+func (sc *Scan) blocked(p string) bool {
+	for _, b := range sc.Blocked {
+		if p == b || (strings.HasSuffix(b, "/") && strings.HasPrefix(p, b)) {
+			return true
+		}
+	}
+	return false
 }
 
 // readLocal reads a regular file below root without following a symlink at

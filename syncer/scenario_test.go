@@ -1,6 +1,8 @@
 package syncer_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -317,4 +319,39 @@ func versions(t *testing.T, e *env, memoryID string) []trove.MemoryVersion {
 		t.Fatal(err)
 	}
 	return pg.Data
+}
+
+// TestInvisiblePathsAreLeftAlone: a synced file replaced by a symlink, and a
+// memory named like the engine's temp files, are never taken for deletions.
+func TestInvisiblePathsAreLeftAlone(t *testing.T) {
+	e := newEnv(t)
+	e.rwrite("/a.md", "A\n")
+	e.rwrite("/b.md", "B\n")
+	e.rwrite("/.trove-sync-1234.tmp", "odd name\n")
+	en := e.engine("dir", nil)
+	rep := e.sync(en)
+	if diff := cmp.Diff(map[string]string{"/a.md": "A\n", "/b.md": "B\n"}, readDir(t, en.Dir())); diff != "" {
+		t.Fatalf("local (-want +got):\n%s", diff)
+	}
+	removeFile(t, en.Dir(), "/a.md")
+	if err := os.Symlink("b.md", filepath.Join(en.Dir(), "a.md")); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(en)
+	e.clock.Advance(time.Hour)
+	rep, err := en.Flush(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/a.md": "A\n", "/b.md": "B\n", "/.trove-sync-1234.tmp": "odd name\n"}
+	if diff := cmp.Diff(want, e.remote()); diff != "" {
+		t.Errorf("store (-want +got):\n%s", diff)
+	}
+	wantSkipped := []syncer.Problem{
+		{Path: "/a.md", Reason: "symbolic link is not synced"},
+		{Path: "/.trove-sync-1234.tmp", Reason: "store path uses the sync engine's temp-file name; not synced"},
+	}
+	if diff := cmp.Diff(wantSkipped, rep.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
 }
