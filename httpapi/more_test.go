@@ -256,3 +256,29 @@ func TestAuthCache(t *testing.T) {
 		t.Errorf("unknown key = %v", err)
 	}
 }
+
+// TestDatabaseGone: once the database is closed under the server, calls are
+// 503 api_error with x-should-retry: true, and /healthz says so.
+func TestDatabaseGone(t *testing.T) {
+	var e *testEnv
+	e = newEnv(t, func(c *httpapi.Config) {
+		c.Health = func(ctx context.Context) error {
+			_, err := e.svc.ListStores(e.ctx(), trove.ListStoresParams{Limit: 1})
+			return err
+		}
+	})
+	if r := e.do(t, rawReq{method: "GET", path: "/healthz"}); r.status != 200 {
+		t.Fatalf("healthz before: %d %s", r.status, r.body)
+	}
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(t, rawReq{method: "GET", path: "/v1/memory_stores/memstore_x"})
+	checkEnvelope(t, "closed database", r, 503, "api_error")
+	if r.header.Get("x-should-retry") != "true" {
+		t.Errorf("x-should-retry = %q, want true", r.header.Get("x-should-retry"))
+	}
+	if r := e.do(t, rawReq{method: "GET", path: "/healthz"}); r.status != 503 {
+		t.Errorf("healthz after close: %d %s", r.status, r.body)
+	}
+}
