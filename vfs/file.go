@@ -43,12 +43,17 @@ func (n *node) load(ctx context.Context) error {
 		n.data, n.loaded = nil, true
 		return nil
 	}
+	if c, ok := n.s.f.cache.get(n.baseSHA); ok {
+		n.data, n.loaded = []byte(c), true
+		return nil
+	}
 	m, err := n.s.f.svc.GetMemory(ctx, n.s.id, n.id, trove.ViewFull)
 	if err != nil {
 		return storeErr(err)
 	}
 	if m.Content != nil {
 		n.data = []byte(*m.Content)
+		n.s.f.cache.put(m.SHA256, *m.Content)
 	} else {
 		n.data = nil
 	}
@@ -96,6 +101,7 @@ func (n *node) upload(ctx context.Context) error {
 	if err == nil {
 		n.id, n.baseSHA, n.dirty, n.mtime = m.ID, m.SHA256, false, m.UpdatedAt
 		s.putFile(n.path, m)
+		s.f.cache.put(m.SHA256, content)
 		return nil
 	}
 	code := trove.ErrorCode(err)

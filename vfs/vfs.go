@@ -68,8 +68,9 @@
 //
 // Each store's listing (paths, IDs, hashes, sizes, times) is cached and
 // reloaded when it is older than Config.Refresh, so other writers' changes
-// appear within that bound. File content is read from the store when a file
-// is first opened (and kept while any handle is open).
+// appear within that bound. File content is read from the store at the first
+// read or write of an opened file (and kept while any handle is open), unless
+// a content cache keyed by SHA-256 holds the listed hash already.
 //
 // # Concurrency
 //
@@ -111,7 +112,14 @@ type Config struct {
 	Limits trove.Limits
 	// Logger receives what cannot be returned (nil: discarded).
 	Logger *slog.Logger
+	// CacheBytes bounds the content cache (DefaultCacheBytes if 0; <0
+	// disables it). Contents are cached by SHA-256, so opening a file whose
+	// listed hash is cached reads nothing from the store.
+	CacheBytes int
 }
+
+// DefaultCacheBytes is the content cache size used when Config.CacheBytes is 0.
+const DefaultCacheBytes = 32 << 20
 
 // StoreConfig is one store directory.
 type StoreConfig struct {
@@ -146,6 +154,7 @@ type FS struct {
 	started   time.Time
 	stores    []*store
 	bySlug    map[string]*store
+	cache     *contentCache
 }
 
 // New checks that every store exists (ENOTFOUND becomes ErrNotExist),
@@ -178,6 +187,12 @@ func New(ctx context.Context, cfg Config) (*FS, error) {
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.CacheBytes == 0:
+		f.cache = newContentCache(DefaultCacheBytes)
+	case cfg.CacheBytes > 0:
+		f.cache = newContentCache(cfg.CacheBytes)
 	}
 	f.started = f.now().UTC()
 	ctx = f.ctx(ctx)
