@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
 )
 
 // fuseUnusable returns why a FUSE mount cannot work here, or "".
@@ -128,6 +130,73 @@ func TestMountLocal(t *testing.T) {
 	pg, err := svc.ListSessions(trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace}), trove.ListSessionsParams{})
 	if err != nil || len(pg.Data) != 1 || pg.Data[0].EndedAt == nil {
 		t.Errorf("session not ended: %+v %v", pg, err)
+	}
+}
+
+// TestMountRemote mounts through a real HTTP server: the mount holds only
+// the session token, and a conflict (another writer between open and close)
+// reaches the writer as ESTALE with the bytes saved in a conflict copy.
+func TestMountRemote(t *testing.T) {
+	if why := fuseUnusable(); why != "" {
+		t.Skip(why)
+	}
+	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
+	ctx := context.Background()
+	svc, closeDB, err := openLocal(ctx, data, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	_, key, err := svc.CreateKey(ctx, defaultWorkspace, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}))
+	defer srv.Close()
+	t.Setenv("TROVE_URL", srv.URL)
+	t.Setenv("TROVE_API_KEY", key)
+	dir := t.TempDir()
+	stop := startMount(t, 1, "--store", "Notes", dir)
+
+	f, err := os.OpenFile(filepath.Join(dir, "notes", "todo.md"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(f); err != nil || string(b) != "- buy tea\n" {
+		t.Fatalf("read: %q %v", b, err)
+	}
+	// Another writer, with the workspace key, changes the file meanwhile.
+	wctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace})
+	pg, err := svc.ListMemories(wctx, ids["Notes"], trove.ListMemoriesParams{})
+	if err != nil || len(pg.Data) != 1 {
+		t.Fatalf("list: %v %v", pg, err)
+	}
+	theirs := "- buy coffee\n"
+	if _, err := svc.UpdateMemory(wctx, ids["Notes"], pg.Data[0].Memory.ID, trove.UpdateMemoryParams{Content: &theirs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("- buy milk\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.ESTALE) {
+		t.Errorf("close after a lost race: %v, want ESTALE", err)
+	}
+	code, stderr := stop()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	notes, actors := storeContents(t, data, ids["Notes"])
+	var copyPath string
+	for p := range notes {
+		if strings.HasPrefix(p, "/todo.conflict-") && strings.HasSuffix(p, ".md") {
+			copyPath = p
+		}
+	}
+	if notes["/todo.md"] != theirs || copyPath == "" || notes[copyPath] != "- buy milk\n" || len(notes) != 2 {
+		t.Errorf("want the other writer's todo.md and a conflict copy with the mount's bytes, got %v", notes)
+	}
+	if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors[copyPath]); diff != "" {
+		t.Errorf("the conflict copy is not a session version: %s", diff)
 	}
 }
 
