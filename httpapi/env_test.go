@@ -2,8 +2,11 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,6 +17,8 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/storage"
+	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
@@ -26,7 +31,7 @@ type testEnv struct {
 	key    string
 	keyID  string
 	svc    *core.Service
-	db     *sqlite.DB
+	db     storage.Driver
 	srv    *httptest.Server
 	mu     sync.Mutex
 	counts map[string]int // "METHOD /path" → requests seen
@@ -34,13 +39,44 @@ type testEnv struct {
 
 type envOption func(*httpapi.Config)
 
+// newEnv serves over SQLite in a temp dir.
 func newEnv(t *testing.T, opts ...envOption) *testEnv {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
+	return serveOn(t, db, opts...)
+}
+
+// newPostgresEnv serves over a fresh schema of $TROVE_TEST_POSTGRES,
+// dropped at the end. It skips when the variable is unset and fails when
+// the database is unreachable.
+func newPostgresEnv(t *testing.T, opts ...envOption) *testEnv {
+	t.Helper()
+	url := os.Getenv("TROVE_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("TROVE_TEST_POSTGRES is not set; skipping the PostgreSQL run")
+	}
+	ctx := context.Background()
+	schema := fmt.Sprintf("trove_httpapi_%d", rand.Uint64())
+	db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, Schema: schema})
+	if err != nil {
+		t.Fatalf("postgres.Open(%s): %v", url, err)
+	}
+	e := serveOn(t, db, opts...)
+	// Registered after serveOn's cleanup, so it runs before the pool closes.
+	t.Cleanup(func() {
+		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return e
+}
+
+func serveOn(t *testing.T, db storage.Driver, opts ...envOption) *testEnv {
+	t.Helper()
+	ctx := context.Background()
 	svc := core.New(db, core.Options{})
 	k, secret, err := svc.CreateKey(ctx, testWorkspace, "test")
 	if err != nil {

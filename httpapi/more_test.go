@@ -124,7 +124,10 @@ func TestSDKAutoPaging(t *testing.T) {
 // versions chain without a lost update, and the final content is the last
 // acknowledged write.
 func TestConcurrentPreconditionUpdates(t *testing.T) {
-	e := newEnv(t)
+	testConcurrentPreconditionUpdates(t, newEnv(t))
+}
+
+func testConcurrentPreconditionUpdates(t *testing.T, e *testEnv) {
 	ctx := context.Background()
 	c := e.sdk(option.WithMaxRetries(0))
 	st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "Race"})

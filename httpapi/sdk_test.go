@@ -48,8 +48,9 @@ func rawKeys(t *testing.T, raw string) map[string]json.RawMessage {
 	return m
 }
 
-func TestSDKStores(t *testing.T) {
-	e := newEnv(t)
+func TestSDKStores(t *testing.T) { testSDKStores(t, newEnv(t)) }
+
+func testSDKStores(t *testing.T, e *testEnv) {
 	c := e.sdk()
 	ctx := context.Background()
 
@@ -233,8 +234,9 @@ func storeIDs(s []anthropic.BetaManagedAgentsMemoryStore) []string {
 	return out
 }
 
-func TestSDKMemories(t *testing.T) {
-	e := newEnv(t)
+func TestSDKMemories(t *testing.T) { testSDKMemories(t, newEnv(t)) }
+
+func testSDKMemories(t *testing.T, e *testEnv) {
 	c := e.sdk()
 	ctx := context.Background()
 	store, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "Mem"})
@@ -395,8 +397,9 @@ func TestSDKMemories(t *testing.T) {
 	}
 }
 
-func TestSDKVersions(t *testing.T) {
-	e := newEnv(t)
+func TestSDKVersions(t *testing.T) { testSDKVersions(t, newEnv(t)) }
+
+func testSDKVersions(t *testing.T, e *testEnv) {
 	c := e.sdk()
 	ctx := context.Background()
 	store, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "V"})
@@ -507,4 +510,14 @@ func TestSDKVersions(t *testing.T) {
 	wantAPIError(t, err, 400, "invalid_request_error")
 	_, err = c.Beta.MemoryStores.MemoryVersions.Get(ctx, "memver_nope", anthropic.BetaMemoryStoreMemoryVersionGetParams{MemoryStoreID: sid})
 	wantAPIError(t, err, 404, "not_found_error")
+}
+
+// TestSDKOnPostgres runs the SDK suites over PostgreSQL.
+func TestSDKOnPostgres(t *testing.T) {
+	for name, f := range map[string]func(*testing.T, *testEnv){
+		"stores": testSDKStores, "memories": testSDKMemories, "versions": testSDKVersions,
+		"concurrent preconditions": testConcurrentPreconditionUpdates,
+	} {
+		t.Run(name, func(t *testing.T) { f(t, newPostgresEnv(t)) })
+	}
 }
