@@ -102,3 +102,43 @@ func TestPreconditionRaces(t *testing.T) {
 		})
 	}
 }
+
+// writeDuringFetch plays an agent writing the local file while the engine is
+// fetching the store's version of it (after the scan, before the write).
+type writeDuringFetch struct {
+	trove.Services
+	hook func()
+}
+
+func (w *writeDuringFetch) GetMemory(ctx context.Context, s, id string, v trove.View) (*trove.Memory, error) {
+	if w.hook != nil {
+		h := w.hook
+		w.hook = nil
+		h()
+	}
+	return w.Services.GetMemory(ctx, s, id, v)
+}
+
+// TestPullNeverOverwritesAFreshLocalWrite: a download re-checks the local
+// file just before replacing it; a write that landed after the scan is kept
+// (here as a conflict copy, since the store changed too).
+func TestPullNeverOverwritesAFreshLocalWrite(t *testing.T) {
+	e := newEnv(t)
+	e.rwrite("/n.md", "a\n")
+	w := &writeDuringFetch{Services: e.svc}
+	en := e.engine("dir", func(o *syncer.Options) { o.Services = w })
+	e.sync(en)
+	e.rwrite("/n.md", "theirs\n")
+	w.hook = func() { writeFile(t, en.Dir(), "/n.md", "mine\n") }
+	rep := e.sync(en)
+	if rep.Rounds < 2 {
+		t.Errorf("rounds = %d, want a re-plan", rep.Rounds)
+	}
+	want := map[string]string{"/n.md": "theirs\n", copyName("/n", ".md"): "mine\n"}
+	if diff := cmp.Diff(want, readDir(t, en.Dir())); diff != "" {
+		t.Errorf("local (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, e.remote()); diff != "" {
+		t.Errorf("store (-want +got):\n%s", diff)
+	}
+}
