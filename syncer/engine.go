@@ -63,6 +63,7 @@ const (
 	maxRounds           = 4
 	fetchConcurrency    = 8
 	applyConcurrency    = 8
+	prefetchBudget      = 64 << 20 // content bytes prefetched per round
 )
 
 // Options configure an Engine. Services, StoreID, Dir and StateDir are
@@ -507,6 +508,7 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 	if len(need) == 0 {
 		return
 	}
+	held := 0 // content bytes held in memory
 	if len(need) > 64 && len(need)*4 > len(e.remote) {
 		cursor := ""
 		for {
@@ -517,10 +519,11 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 			for i := range pg.Data {
 				if m := pg.Data[i].Memory; m != nil && need[m.ID] {
 					got[m.ID] = m
+					held += m.SizeBytes
 				}
 			}
-			if pg.NextPage == "" {
-				return
+			if pg.NextPage == "" || held > prefetchBudget {
+				return // past the budget, the rest is fetched one by one
 			}
 			cursor = pg.NextPage
 		}
@@ -533,10 +536,17 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 		go func() {
 			defer wg.Done()
 			for id := range ids {
+				mu.Lock()
+				over := held > prefetchBudget
+				mu.Unlock()
+				if over {
+					continue // fetched at apply time
+				}
 				m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
 				if err == nil {
 					mu.Lock()
 					got[id] = m
+					held += m.SizeBytes
 					mu.Unlock()
 				}
 			}

@@ -30,6 +30,8 @@ func newSyncCmd(e *env) *cobra.Command {
 		interval time.Duration
 		once     bool
 		verbose  bool
+		grace    time.Duration
+		maxDel   int
 	)
 	cmd := &cobra.Command{
 		Use:   "sync --store NAME_OR_ID[:ro] --dir DIR",
@@ -83,6 +85,7 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 			eng, err := syncer.New(syncer.Options{
 				Services: svc, StoreID: st.ID, Dir: absDir, StateDir: state, ReadOnly: readOnly,
 				Interval: interval, Logger: cliLogger(e.stderr, verbose),
+				DeleteGrace: grace, MaxDeletes: maxDel,
 				OnPass: func(r *syncer.Report, err error) { printReport(e.stderr, r, err, false) },
 			})
 			if err != nil {
@@ -112,6 +115,8 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 	f.StringVar(&state, "state", "", "state directory for the manifest and base copies, outside --dir (default $XDG_STATE_HOME/trove/sync/<store>-<dir hash>)")
 	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between passes (file changes trigger passes sooner); negative: only on file changes")
 	f.BoolVar(&once, "once", false, "make one pass and exit")
+	f.DurationVar(&grace, "delete-grace", syncer.DefaultDeleteGrace, "how long a deleted local file must stay gone before its memory is deleted")
+	f.IntVar(&maxDel, "max-deletes", 0, "memories deleted per pass at most (0: a quarter of the files, 8 to 50; negative: never delete from the store)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every action")
 	return cmd
 }
