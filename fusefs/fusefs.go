@@ -349,7 +349,17 @@ func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	if !ok {
 		return 0
 	}
-	return n.errno(h.h.Flush(ctx))
+	err := h.h.Flush(ctx)
+	if err != nil {
+		// A new file whose content the store refused is gone: drop the
+		// kernel's entry so that it is not listed from its cache.
+		if _, serr := n.v.Stat(ctx, n.path()); errors.Is(serr, vfs.ErrNotExist) {
+			if name, parent := n.Parent(); parent != nil {
+				parent.NotifyEntry(name)
+			}
+		}
+	}
+	return n.errno(err)
 }
 
 // Fsync implements fs.NodeFsyncer.

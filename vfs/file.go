@@ -31,6 +31,7 @@ type node struct {
 	handles  int
 	live     int   // handles not flushed (closed) yet
 	unlinked bool  // removed or replaced by this mount: uploads nothing
+	local    bool  // a new file with a temporary name: kept here until renamed (see IsTempName)
 	failed   error // a write failed (ErrTooLarge): the next flush drops the changes
 }
 
@@ -230,7 +231,7 @@ func (s *store) openFile(ctx context.Context, rel string, flags int) (*Handle, e
 		if len(s.files) >= s.f.limits.MaxMemoriesPerStore {
 			return nil, ErrNoSpace
 		}
-		n = &node{s: s, path: rel, loaded: true, dirty: true, mtime: s.f.now()}
+		n = &node{s: s, path: rel, loaded: true, dirty: true, mtime: s.f.now(), local: IsTempName(baseOf(rel))}
 		s.open[rel] = n
 	default:
 		if create && flags&oExcl != 0 {
@@ -382,7 +383,15 @@ func (h *Handle) sync(ctx context.Context, closing bool) error {
 		return nil
 	}
 	err := n.failed
-	if err == nil {
+	switch {
+	case err != nil:
+	case n.local && n.id == "":
+		// A temporary file stays in this mount until it is renamed;
+		// refuse now what the store would refuse then.
+		if !utf8.Valid(n.data) {
+			err = ErrNotUTF8
+		}
+	default:
 		err = n.upload(h.ctx(ctx))
 	}
 	switch {
@@ -424,10 +433,72 @@ func (h *Handle) Release() {
 	if n.dirty && !n.unlinked {
 		s.f.log.Warn("vfs: dropping an unsaved buffer", "store", s.id, "path", n.path)
 	}
+	if n.local && n.id == "" && !n.unlinked {
+		return // a temporary file lives on in this mount until renamed or removed
+	}
 	if s.open[n.path] == n {
 		delete(s.open, n.path)
 		if n.id == "" {
 			s.keepParents(n.path)
 		}
 	}
+}
+
+// IsTempName reports whether a new file named base is kept in the mount
+// (not uploaded at close) until it is renamed: the temporary files of
+// editors and tools that write a copy and rename it over the original.
+// Patterns: sed's "sedXXXXXX", Python's "tmpXXXXXXXX", "*.tmp", "*.temp",
+// "*~", "*.swp"/"*.swx" and "4913" (vim), "#*#" and ".#*" (emacs), "*.lock"
+// (git and others).
+func IsTempName(base string) bool {
+	switch {
+	case base == "4913",
+		strings.HasSuffix(base, ".tmp"), strings.HasSuffix(base, ".temp"),
+		strings.HasSuffix(base, "~"),
+		strings.HasSuffix(base, ".swp"), strings.HasSuffix(base, ".swx"),
+		strings.HasSuffix(base, ".lock"),
+		strings.HasPrefix(base, ".#"),
+		len(base) > 2 && strings.HasPrefix(base, "#") && strings.HasSuffix(base, "#"):
+		return true
+	}
+	return randomSuffix(base, "sed", 6) || randomSuffix(base, "tmp", 8)
+}
+
+// randomSuffix reports whether base is prefix followed by exactly n
+// letters, digits or underscores.
+func randomSuffix(base, prefix string, n int) bool {
+	rest, ok := strings.CutPrefix(base, prefix)
+	if !ok || len(rest) != n {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Close uploads, as they are, the temporary files (see IsTempName) that were
+// never renamed, so that nothing written through the mount is lost when it
+// ends; call it after unmounting. It returns the first error and goes on
+// with the others.
+func (f *FS) Close(ctx context.Context) error {
+	ctx = f.ctx(ctx)
+	var first error
+	for _, s := range f.stores {
+		s.mu.Lock()
+		for _, n := range s.open {
+			n.mu.Lock()
+			if n.local && n.id == "" && !n.unlinked && n.dirty {
+				n.local = false
+				if err := n.upload(ctx); err != nil && first == nil {
+					first = pathErr("close", s.slug+"/"+n.path, err)
+				}
+			}
+			n.mu.Unlock()
+		}
+		s.mu.Unlock()
+	}
+	return first
 }

@@ -494,7 +494,7 @@ func (s *store) truncate(ctx context.Context, rel string, size int64) error {
 		return nil
 	}
 	n.resize(int(size))
-	if n.live > 0 {
+	if n.live > 0 || n.local && n.id == "" {
 		// A descriptor that has not been closed yet will upload it (this
 		// is also how the kernel truncates for open(O_TRUNC)).
 		return nil
@@ -576,8 +576,31 @@ func (s *store) moveFile(ctx context.Context, from, to string) error {
 		delete(s.open, from)
 		s.open[to] = n
 		n.path = to
+		if err := s.settle(ctx, n); err != nil {
+			return err
+		}
 	}
 	s.keepParents(from)
+	return nil
+}
+
+// settle runs after an open file was renamed to n.path (s.mu and n.mu held):
+// a temporary file that got a regular name is uploaded now, and a file no
+// descriptor holds any more leaves the open set.
+func (s *store) settle(ctx context.Context, n *node) error {
+	if n.local && !IsTempName(baseOf(n.path)) {
+		n.local = false
+		if n.id == "" && !n.unlinked {
+			if err := n.upload(ctx); err != nil {
+				// Stay a local file under the new name; the rename holds.
+				n.local = true
+				return err
+			}
+		}
+	}
+	if n.handles == 0 && !(n.local && n.id == "") && s.open[n.path] == n {
+		delete(s.open, n.path)
+	}
 	return nil
 }
 
@@ -664,7 +687,10 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 	if src != nil {
 		delete(s.open, from)
 		s.open[to] = src
-		src.path, src.id, src.baseSHA, src.dirty = to, m.ID, m.SHA256, false
+		src.path, src.id, src.baseSHA, src.dirty, src.local = to, m.ID, m.SHA256, false, false
+		if src.handles == 0 {
+			delete(s.open, to)
+		}
 	}
 	return nil
 }
@@ -685,6 +711,9 @@ func (s *store) moveFileLocked(ctx context.Context, from, to string, src *node, 
 		delete(s.open, from)
 		s.open[to] = src
 		src.path = to
+		if err := s.settle(ctx, src); err != nil {
+			return err
+		}
 	}
 	s.keepParents(from)
 	return nil

@@ -59,10 +59,21 @@
 // then rename it over the original) writes the source's content into the
 // target memory as one OpModified version (the target keeps its ID and
 // history, with the target's content hash as precondition), then deletes the
-// source memory. The temporary file was uploaded when it was closed, so it
-// leaves a created and a deleted version of its own; the original gets
-// exactly one modified version. The two steps are not atomic: if the delete
+// source memory if it had one. The two steps are not atomic: if the delete
 // fails, both paths hold the new content and rename reports the error.
+//
+// # Temporary files
+//
+// A new file whose name looks temporary (IsTempName: sed's "sedXXXXXX",
+// "*.tmp", "*~", "*.swp", "*.lock", emacs's "#*#", ...) is not uploaded at
+// close: it lives in this mount only (listed, readable, UTF-8 checked at
+// close) until it is renamed. Renamed over an existing file, it becomes that
+// memory's one modified version and never appears in the store's history;
+// renamed to a free regular name, it is created there as one version. So
+// "sed -i", editors and atomic-write libraries leave exactly one version of
+// the file they edit. Such a file never renamed is uploaded under its own
+// name by FS.Close (call it after unmounting); other mounts do not see it
+// before that, and it is lost if the process dies first.
 //
 // # Freshness
 //

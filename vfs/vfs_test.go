@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -33,4 +34,60 @@ func TestDirect(t *testing.T) {
 			return vfstest.Direct(t, cfg, nil)
 		},
 	})
+}
+
+func TestIsTempName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"sedAb12_9": true, "sediment": false, "sedAb12_": false, "tmpab_cd123": true, "tmp-notes.md": false,
+		"a.tmp": true, "a.temp": true, "notes.md~": true, ".notes.md.swp": true, "4913": true, "index.lock": true,
+		"#notes.md#": true, ".#notes.md": true, "#": false, "notes.md": false, "tmp": false,
+	} {
+		if got := vfs.IsTempName(name); got != want {
+			t.Errorf("IsTempName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestCloseUploadsTempFiles: a temporary file never renamed reaches the
+// store when the tree is closed, so nothing written is lost.
+func TestCloseUploadsTempFiles(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vfs.New(b.Ctx, vfs.Config{Services: b.Services, Stores: []vfs.StoreConfig{{StoreID: st.ID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := v.Open(context.Background(), "n/keep.tmp", os.O_CREATE|os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WriteAt(context.Background(), []byte("kept"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	count := func() int {
+		p, err := b.Services.ListMemories(b.Ctx, st.ID, trove.ListMemoriesParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Data)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("temporary file uploaded at close: %d memories", n)
+	}
+	if err := v.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("after Close: %d memories, want 1", n)
+	}
+	if err := v.Close(context.Background()); err != nil || count() != 1 {
+		t.Fatalf("second Close: %v, %d memories", err, count())
+	}
 }

@@ -220,6 +220,24 @@ func (e *env) history(memID string) []string {
 	return out
 }
 
+// versionCount counts the versions of every memory of the read-write store,
+// deleted ones included.
+func (e *env) versionCount() int {
+	e.t.Helper()
+	n, cursor := 0, ""
+	for {
+		p, err := e.b.Services.ListVersions(e.b.Ctx, e.rw.ID, trove.ListVersionsParams{Limit: 100, Cursor: cursor})
+		if err != nil {
+			e.t.Fatalf("ListVersions: %v", err)
+		}
+		n += len(p.Data)
+		if p.NextPage == "" {
+			return n
+		}
+		cursor = p.NextPage
+	}
+}
+
 func (e *env) must(err error) {
 	e.t.Helper()
 	if err != nil {
@@ -377,6 +395,22 @@ var scenarios = []scenario{
 		e.wantDiff("store", e.contents(e.rw.ID), map[string]string{"/doc.md": "v2\n"})
 		e.wantDiff("original keeps its ID", e.memory("/doc.md").ID, id)
 		e.wantDiff("one modified version", e.history(id), []string{"created /doc.md v1\n", "modified /doc.md v2\n"})
+		e.wantDiff("the temporary file never reached the store", e.versionCount(), 2)
+	}},
+	{name: "TempFiles", run: func(e *env) {
+		e.write("notes/draft.tmp", "draft\n")
+		names, err := e.m.FS.ReadDir("notes")
+		e.must(err)
+		e.wantDiff("listed in the mount", names, []string{"draft.tmp"})
+		e.wantDiff("read back", e.read("notes/draft.tmp"), "draft\n")
+		e.wantDiff("kept out of the store", e.contents(e.rw.ID), map[string]string{})
+		e.wantErrno("not UTF-8 refused at close", e.m.FS.WriteFile("notes/bad.tmp", []byte("\xff")), syscall.EILSEQ)
+		e.must(e.m.FS.Rename("notes/draft.tmp", "notes/draft.md"))
+		e.wantDiff("uploaded at the rename", e.contents(e.rw.ID), map[string]string{"/draft.md": "draft\n"})
+		e.wantDiff("one version", e.history(e.memory("/draft.md").ID), []string{"created /draft.md draft\n"})
+		e.write("notes/x~", "backup")
+		e.must(e.m.FS.Remove("notes/x~"))
+		e.wantDiff("versions in the store", e.versionCount(), 1)
 	}},
 	{name: "Limits", run: func(e *env) {
 		big := strings.Repeat("a", trove.DefaultLimits().MaxContentBytes+1)
@@ -572,6 +606,7 @@ var scenarios = []scenario{
 		e.run("sed", "-i", "s/world/trove/", filepath.Join(e.m.Root, rwDir, "s.md"))
 		e.wantDiff("store", e.contents(e.rw.ID), map[string]string{"/s.md": "hello trove\n"})
 		e.wantDiff("one modified version", e.history(id), []string{"created /s.md hello world\n", "modified /s.md hello trove\n"})
+		e.wantDiff("sed's temporary file never reached the store", e.versionCount(), 2)
 	}},
 	{name: "Tools/git", tools: true, run: func(e *env) {
 		repo := filepath.Join(e.m.Root, rwDir, "repo")

@@ -157,7 +157,11 @@ func runMount(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, dir str
 	fmt.Fprintf(e.stderr, "trove: session %s: %d store(s) mounted at %s; SIGINT/SIGTERM unmounts\n", sess.ID, len(cfg.Stores), dir)
 
 	<-ctx.Done()
-	return unmountRetry(e, srv, 10*time.Second)
+	if err := unmountRetry(e, srv, 10*time.Second); err != nil {
+		return err
+	}
+	// Temporary files never renamed are uploaded now, not lost.
+	return v.Close(trove.WithPrincipal(endCtx, sp))
 }
 
 // unmountRetry unmounts srv, retrying while the mount is busy (a shell may
