@@ -4,7 +4,8 @@
 // # Tree
 //
 // The root of the tree is read-only and lists one directory per store, named
-// by the store's slug (trove.Slug of its name, or the name the caller chose).
+// by the store's slug (trove.Slug of its name, or the name the caller chose);
+// with Config.Flat the root is the one store's directory itself.
 // Below a store directory, a file is a memory: "notes/a.md" in store
 // directory "s" is the memory with path "/notes/a.md". Directories are
 // implied by the paths of the memories under them; mkdir creates an empty
@@ -123,6 +124,9 @@ type Config struct {
 	Limits trove.Limits
 	// Logger receives what cannot be returned (nil: discarded).
 	Logger *slog.Logger
+	// Flat makes the single store of Stores the root of the tree (no store
+	// directory level): for mounting one store at a directory of its own.
+	Flat bool
 	// CacheBytes bounds the content cache (DefaultCacheBytes if 0; <0
 	// disables it). Contents are cached by SHA-256, so opening a file whose
 	// listed hash is cached reads nothing from the store.
@@ -166,6 +170,7 @@ type FS struct {
 	stores    []*store
 	bySlug    map[string]*store
 	cache     *contentCache
+	flat      bool
 }
 
 // New checks that every store exists (ENOTFOUND becomes ErrNotExist),
@@ -206,6 +211,10 @@ func New(ctx context.Context, cfg Config) (*FS, error) {
 		f.cache = newContentCache(cfg.CacheBytes)
 	}
 	f.started = f.now().UTC()
+	if cfg.Flat && len(cfg.Stores) != 1 {
+		return nil, fmt.Errorf("vfs: Config.Flat needs exactly one store, got %d", len(cfg.Stores))
+	}
+	f.flat = cfg.Flat
 	ctx = f.ctx(ctx)
 	for _, sc := range cfg.Stores {
 		s, err := f.svc.GetStore(ctx, sc.StoreID)
@@ -265,10 +274,16 @@ func (f *FS) ctx(ctx context.Context) context.Context {
 // unknown store directory; ErrInvalid for a name that is not clean.
 func (f *FS) resolve(name string) (st *store, rel string, err error) {
 	if name == "" {
+		if f.flat {
+			return f.stores[0], "", nil
+		}
 		return nil, "", nil
 	}
 	if name != path.Clean(name) || strings.HasPrefix(name, "/") || name == "." || strings.HasPrefix(name, "../") || name == ".." {
 		return nil, "", ErrInvalid
+	}
+	if f.flat {
+		return f.stores[0], name, nil
 	}
 	slug, rel, _ := strings.Cut(name, "/")
 	st = f.bySlug[slug]

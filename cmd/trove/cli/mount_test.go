@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,19 +17,6 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
 )
-
-// fuseUnusable returns why a FUSE mount cannot work here, or "".
-func fuseUnusable() string {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return "FUSE unavailable: " + err.Error()
-	}
-	if os.Getuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			return "FUSE unavailable: not root and no fusermount3"
-		}
-	}
-	return ""
-}
 
 // startMount runs `trove mount args…` in the background and returns once
 // the stores are mounted (the command has printed one line per store), with
@@ -69,8 +55,8 @@ func startMount(t *testing.T, stores int, args ...string) func() (int, string) {
 }
 
 func TestMountLocal(t *testing.T) {
-	if why := fuseUnusable(); why != "" {
-		t.Skip(why)
+	if why := fuseAvailable(); why != "" {
+		t.Skip("FUSE unavailable: " + why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{
 		"Notes":          {"/todo.md": "- buy tea\n"},
@@ -137,8 +123,8 @@ func TestMountLocal(t *testing.T) {
 // the session token, and a conflict (another writer between open and close)
 // reaches the writer as ESTALE with the bytes saved in a conflict copy.
 func TestMountRemote(t *testing.T) {
-	if why := fuseUnusable(); why != "" {
-		t.Skip(why)
+	if why := fuseAvailable(); why != "" {
+		t.Skip("FUSE unavailable: " + why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
 	ctx := context.Background()
@@ -216,5 +202,63 @@ func TestMountUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want failure mentioning %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestFuseMounter checks the FUSE mounter against session run's mounter
+// contract: the store is readable at spec.Dir once Mount returns, writes are
+// session versions, and Run unmounts when its context ends, uploading the
+// temporary files never renamed.
+func TestFuseMounter(t *testing.T) {
+	if why := fuseAvailable(); why != "" {
+		t.Skip("FUSE unavailable: " + why)
+	}
+	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
+	ctx := context.Background()
+	svc, closeDB, err := openLocal(ctx, data, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	wctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace})
+	sess, token, err := svc.CreateSession(wctx, trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: ids["Notes"]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := svc.Authenticate(ctx, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "notes")
+	m, err := fuseMounter{}.Mount(trove.WithPrincipal(ctx, sp), mountSpec{Store: sess.Stores[0], Dir: dir, SessionID: sess.ID, Services: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if b, err := os.ReadFile(filepath.Join(dir, "todo.md")); err != nil || string(b) != "- buy tea\n" {
+		t.Fatalf("read: %q %v", b, err)
+	}
+	for name, content := range map[string]string{"learned.md": "learned\n", "scratch.tmp": "scratch\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.Run(runCtx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Errorf("after Run %s holds %v (%v)", dir, names, err)
+	}
+	notes, actors := storeContents(t, data, ids["Notes"])
+	want := map[string]string{"/todo.md": "- buy tea\n", "/learned.md": "learned\n", "/scratch.tmp": "scratch\n"}
+	if diff := cmp.Diff(want, notes); diff != "" {
+		t.Errorf("store (-want +got):\n%s", diff)
+	}
+	for _, p := range []string{"/learned.md", "/scratch.tmp"} {
+		if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors[p]); diff != "" {
+			t.Errorf("%s is not one session version: %s", p, diff)
+		}
 	}
 }
