@@ -2,9 +2,13 @@ package vfs_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -89,5 +93,35 @@ func TestCloseUploadsTempFiles(t *testing.T) {
 	}
 	if err := v.Close(context.Background()); err != nil || count() != 1 {
 		t.Fatalf("second Close: %v, %d memories", err, count())
+	}
+}
+
+// TestFlat: with Config.Flat the store is the root of the tree.
+func TestFlat(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vfs.New(b.Ctx, vfs.Config{Services: b.Services, Flat: true}); err == nil {
+		t.Error("Flat without a store: no error")
+	}
+	m := vfstest.Direct(t, vfs.Config{Services: b.Services, Principal: trove.PrincipalFrom(b.Ctx), Flat: true, Stores: []vfs.StoreConfig{{StoreID: st.ID}}}, nil)
+	if err := m.FS.WriteFile("a.md", []byte("A")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.FS.Mkdir("d"); err != nil {
+		t.Fatal(err)
+	}
+	names, err := m.FS.ReadDir("")
+	if err != nil || !cmp.Equal(names, []string{"a.md", "d"}) {
+		t.Errorf("root listing %v %v", names, err)
+	}
+	if err := m.FS.Remove(""); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("remove the root: %v, want EROFS", err)
+	}
+	p, err := b.Services.ListMemories(b.Ctx, st.ID, trove.ListMemoriesParams{})
+	if err != nil || len(p.Data) != 1 || p.Data[0].Memory.Path != "/a.md" {
+		t.Errorf("store: %+v %v", p, err)
 	}
 }
