@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -573,6 +574,50 @@ var scenarios = []scenario{
 			return err
 		})
 		e.wantDiff("versions", len(e.history(e.memory("/shared.md").ID)), 2)
+	}},
+	{name: "Concurrent", run: func(e *env) {
+		// Writers in parallel, each on its own files, with a lister; then
+		// one version per file.
+		e.must(e.m.FS.Mkdir("notes/c"))
+		const writers, files = 4, 10
+		errs := make(chan error, writers+1)
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := e.m.FS.ReadDir("notes/c"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < files; i++ {
+					if err := e.m.FS.WriteFile(fmt.Sprintf("notes/c/w%d-%d.md", w, i), []byte(fmt.Sprint(w, i))); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(done)
+		if err := <-errs; err != nil {
+			e.t.Fatal(err)
+		}
+		got := e.contents(e.rw.ID)
+		names, err := e.m.FS.ReadDir("notes/c")
+		e.must(err)
+		e.wantDiff("files", []int{len(got), len(names), e.versionCount()}, []int{writers * files, writers * files, writers * files})
 	}},
 	{name: "Tools/cp-mv-rm", tools: true, run: func(e *env) {
 		src := filepath.Join(e.t.TempDir(), "src")
