@@ -37,6 +37,7 @@ type store struct {
 
 	mu       sync.Mutex
 	loadedAt time.Time
+	loadTook time.Duration // how long the last listing took
 	loaded   bool
 	files    map[string]*entry // rel path ("a/b.md") → memory
 	dirCount map[string]int    // implied dir rel path → files below it
@@ -85,7 +86,7 @@ func baseOf(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] 
 // Called with s.mu held.
 func (s *store) fresh(ctx context.Context) error {
 	now := s.f.now()
-	if s.loaded && now.Sub(s.loadedAt) < s.f.refresh {
+	if s.loaded && now.Sub(s.loadedAt) < s.bound() {
 		return nil
 	}
 	files := map[string]*entry{}
@@ -116,7 +117,18 @@ func (s *store) fresh(ctx context.Context) error {
 	s.sorted = nil
 	s.loaded = true
 	s.loadedAt = now
+	s.loadTook = s.f.now().Sub(now)
 	return nil
+}
+
+// bound is how old the listing may get: the configured refresh bound, or
+// twice the time the last listing took if that is longer (a big store over
+// a slow link would otherwise spend all its time listing).
+func (s *store) bound() time.Duration {
+	if b := 2 * s.loadTook; b > s.f.refresh {
+		return b
+	}
+	return s.f.refresh
 }
 
 // invalidate forces a reload at the next operation. Called with s.mu held.

@@ -80,7 +80,10 @@
 //
 // Each store's listing (paths, IDs, hashes, sizes, times) is cached and
 // reloaded when it is older than Config.Refresh, so other writers' changes
-// appear within that bound. File content is read from the store at the first
+// appear within that bound. (When listing a store takes longer than half the
+// bound, as for a large store over a slow link, the bound stretches to twice
+// the listing's duration, so that the mount does not spend all its time
+// listing.) File content is read from the store at the first
 // read or write of an opened file (and kept while any handle is open), unless
 // a content cache keyed by SHA-256 holds the listed hash already.
 //
