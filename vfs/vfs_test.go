@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -123,5 +124,43 @@ func TestFlat(t *testing.T) {
 	p, err := b.Services.ListMemories(b.Ctx, st.ID, trove.ListMemoriesParams{})
 	if err != nil || len(p.Data) != 1 || p.Data[0].Memory.Path != "/a.md" {
 		t.Errorf("store: %+v %v", p, err)
+	}
+}
+
+// slowList makes every listing page take three seconds of the test clock.
+type slowList struct {
+	trove.Services
+	clock *vfstest.Clock
+}
+
+func (s slowList) ListMemories(ctx context.Context, storeID string, p trove.ListMemoriesParams) (*trove.Page[trove.MemoryListItem], error) {
+	s.clock.Advance(3 * time.Second)
+	return s.Services.ListMemories(ctx, storeID, p)
+}
+
+// TestSlowListingStretchesTheBound: a listing that takes 3 s holds for 6 s,
+// not for the configured 1 s.
+func TestSlowListingStretchesTheBound(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := vfstest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := vfstest.Direct(t, vfs.Config{Services: slowList{b.Services, clock}, Principal: trove.PrincipalFrom(b.Ctx),
+		Refresh: time.Second, Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "n"}}}, clock)
+	if _, err := m.FS.Stat("n/a.md"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("stat: %v", err)
+	}
+	if _, err := b.Services.CreateMemory(b.Ctx, st.ID, trove.CreateMemoryParams{Path: "/a.md", Content: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if _, err := m.FS.Stat("n/a.md"); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("after 2 s the 3 s listing was reloaded: %v", err)
+	}
+	clock.Advance(5 * time.Second)
+	if _, err := m.FS.Stat("n/a.md"); err != nil {
+		t.Errorf("after 7 s: %v", err)
 	}
 }
