@@ -29,7 +29,14 @@
 // Before an upload the buffer is checked: more than Limits.MaxContentBytes is
 // refused at the write that crosses the limit (ErrTooLarge); bytes that are
 // not UTF-8 fail the close (ErrNotUTF8). The store is unchanged in both
-// cases, and the buffer is dropped when the last handle is released.
+// cases: the changes are dropped at that close (a new file disappears), so
+// the file shows the store's content again. A failure to reach the store
+// (ErrUnavailable) keeps the changes buffered for the next close or fsync of
+// a descriptor still open.
+//
+// Unlink deletes the memory at once, with the content hash this mount knows
+// as precondition (ErrStale if another writer changed it meanwhile); rmdir
+// of a directory with entries fails with ErrNotEmpty.
 //
 // # Lost races: conflict copies
 //
