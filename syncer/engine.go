@@ -251,8 +251,18 @@ func (e *Engine) sync(ctx context.Context, final bool) (*Report, error) {
 	rep := &Report{Counts: map[Kind]int{}}
 	e.rep = rep
 	defer func() { e.rep = nil; e.scan = nil; e.remote = nil; e.taken = nil }()
-	if _, err := os.Stat(e.o.Dir); err != nil {
+	fi, err := os.Stat(e.o.Dir)
+	if err != nil {
 		return rep, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("synced directory %s is missing; nothing was synced", e.o.Dir), Err: err}
+	}
+	if cur, err := e.root.Stat("."); err != nil || !os.SameFile(fi, cur) {
+		// The directory was replaced: follow the path, not the old inode.
+		root, err := os.OpenRoot(e.o.Dir)
+		if err != nil {
+			return rep, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("cannot open %s", e.o.Dir), Err: err}
+		}
+		e.root.Close()
+		e.root = root
 	}
 	for round := 0; round < maxRounds; round++ {
 		rep.Rounds++

@@ -355,3 +355,34 @@ func TestInvisiblePathsAreLeftAlone(t *testing.T) {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 }
+
+// TestReplacedDirectory: a synced directory removed and created again (empty)
+// is followed by path and restored, not mass-deleted.
+func TestReplacedDirectory(t *testing.T) {
+	e := newEnv(t)
+	e.rwrite("/a.md", "A\n")
+	e.rwrite("/b/c.md", "C\n")
+	en := e.engine("dir", nil)
+	e.sync(en)
+	if err := os.RemoveAll(en.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := en.Sync(e.ctx); trove.ErrorCode(err) != trove.EINVALID {
+		t.Fatalf("sync of a missing directory: %v, want invalid", err)
+	}
+	if err := os.Mkdir(en.Dir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Hour)
+	rep, err := en.Flush(e.ctx)
+	if err != nil || !rep.Wiped || len(rep.Errors) > 0 {
+		t.Fatalf("flush: %v wiped=%v errors=%+v", err, rep.Wiped, rep.Errors)
+	}
+	want := map[string]string{"/a.md": "A\n", "/b/c.md": "C\n"}
+	if diff := cmp.Diff(want, readDir(t, en.Dir())); diff != "" {
+		t.Errorf("local (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, e.remote()); diff != "" {
+		t.Errorf("store (-want +got):\n%s", diff)
+	}
+}
