@@ -71,6 +71,7 @@ type Server struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	authC   *authCache
+	routes  []string // "METHOD /pattern" of every route, for tests
 }
 
 // routeKind says what a route requires before its handler runs.
@@ -131,6 +132,7 @@ func NewServer(cfg Config) *Server {
 		}
 		rt.methods[method] = h
 		rt.names[method] = method + " " + path
+		s.routes = append(s.routes, method+" "+path)
 	}
 	const store = "/v1/memory_stores/{memory_store_id}"
 	add("POST", "/v1/memory_stores", kindMemory, s.createStore)
