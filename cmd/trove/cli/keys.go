@@ -75,7 +75,7 @@ func newKeysCmd(e *env) *cobra.Command {
 
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke an API key; it stops working at once",
+		Short: "Revoke an API key; it stops working at once (after --auth-cache on servers that cache)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			svc, closeDB, err := openLocal(e.ctx, data, dbURL, true)
