@@ -193,6 +193,7 @@ type Handle struct {
 	write   bool
 	append  bool
 	flushed bool // Flush was called (guarded by n.mu)
+	wrote   bool // WriteAt or Truncate was called (guarded by n.mu)
 }
 
 // openFile implements FS.Open.
@@ -308,14 +309,14 @@ func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) 
 	}
 	end := off + int64(len(p))
 	if end > int64(n.s.f.limits.MaxContentBytes) {
-		n.failed = ErrTooLarge
+		n.failed, h.wrote = ErrTooLarge, true
 		return 0, pathErr("write", h.name(), ErrTooLarge)
 	}
 	if end > int64(len(n.data)) {
 		n.data = append(n.data, make([]byte, int(end)-len(n.data))...)
 	}
 	copy(n.data[off:], p)
-	n.dirty, n.mtime = true, n.s.f.now()
+	n.dirty, n.mtime, h.wrote = true, n.s.f.now(), true
 	return len(p), nil
 }
 
@@ -337,6 +338,7 @@ func (h *Handle) Truncate(ctx context.Context, size int64) error {
 	if err := n.load(h.ctx(ctx)); err != nil {
 		return pathErr("truncate", h.name(), err)
 	}
+	h.wrote = true
 	if int(size) != len(n.data) {
 		n.resize(int(size))
 	}
@@ -359,14 +361,24 @@ func (h *Handle) Size() int64 {
 	return 0
 }
 
-// Flush is close(2) of one descriptor of the file: if the buffer changed
-// since it was last uploaded, it is uploaded as one version. ErrStale: the
-// bytes went to a conflict copy. ErrUnavailable: nothing was saved; the
-// changes stay buffered for a later Flush or Fsync. ErrTooLarge (a write
-// failed), ErrNotUTF8, ErrNoSpace, ErrInvalid: the store refuses the bytes,
-// so the changes are dropped (the store is unchanged; a new file
-// disappears).
+// Flush is close(2) of one descriptor of the file: if this handle wrote
+// (or truncated) and the buffer changed since it was last uploaded, the
+// buffer is uploaded as one version. A handle that did not write uploads
+// nothing at close, so that a shell's "echo x > f" (open, dup, close of the
+// first descriptor, write, close) makes one version, not an empty one first;
+// changes no writing handle closed over (open with O_TRUNC alone, a new
+// empty file) are uploaded by Release.
+//
+// ErrStale: the bytes went to a conflict copy. ErrUnavailable: nothing was
+// saved; the changes stay buffered for a later close, Fsync or Release.
+// ErrTooLarge (a write failed), ErrNotUTF8, ErrNoSpace, ErrInvalid: the store
+// refuses the bytes, so the changes are dropped (the store is unchanged; a
+// new file disappears).
 func (h *Handle) Flush(ctx context.Context) error { return h.sync(ctx, true) }
+
+// Fsync uploads a changed buffer like Flush, whoever changed it; the handle
+// stays open.
+func (h *Handle) Fsync(ctx context.Context) error { return h.sync(ctx, false) }
 
 func (h *Handle) sync(ctx context.Context, closing bool) error {
 	n := h.n
@@ -379,6 +391,16 @@ func (h *Handle) sync(ctx context.Context, closing bool) error {
 		h.flushed = true
 		n.live--
 	}
+	if closing && !h.wrote && n.failed == nil {
+		return nil
+	}
+	return pathErr("close", h.name(), n.save(h.ctx(ctx)))
+}
+
+// save uploads a changed buffer (s.mu and n.mu held) and drops changes the
+// store refuses for good.
+func (n *node) save(ctx context.Context) error {
+	s := n.s
 	if n.unlinked || !n.dirty && n.failed == nil {
 		return nil
 	}
@@ -392,7 +414,7 @@ func (h *Handle) sync(ctx context.Context, closing bool) error {
 			err = ErrNotUTF8
 		}
 	default:
-		err = n.upload(h.ctx(ctx))
+		err = n.upload(ctx)
 	}
 	switch {
 	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrNotUTF8), errors.Is(err, ErrNoSpace), errors.Is(err, ErrInvalid):
@@ -407,14 +429,12 @@ func (h *Handle) sync(ctx context.Context, closing bool) error {
 			}
 		}
 	}
-	return pathErr("close", h.name(), err)
+	return err
 }
 
-// Fsync uploads like Flush; the handle stays open.
-func (h *Handle) Fsync(ctx context.Context) error { return h.sync(ctx, false) }
-
-// Release ends the handle. When the last handle of a file is released, a
-// buffer that could not be uploaded (see Flush) is dropped.
+// Release ends the handle. When the last handle of a file is released,
+// changes still buffered (see Flush) are uploaded; errors are only logged,
+// since nobody can be told any more.
 func (h *Handle) Release() {
 	n := h.n
 	s := n.s
@@ -430,11 +450,11 @@ func (h *Handle) Release() {
 	if n.handles > 0 {
 		return
 	}
-	if n.dirty && !n.unlinked {
-		s.f.log.Warn("vfs: dropping an unsaved buffer", "store", s.id, "path", n.path)
-	}
 	if n.local && n.id == "" && !n.unlinked {
 		return // a temporary file lives on in this mount until renamed or removed
+	}
+	if err := n.save(h.ctx(context.Background())); err != nil {
+		s.f.log.Warn("vfs: uploading at the last release failed; the changes are lost", "store", s.id, "path", n.path, "err", err)
 	}
 	if s.open[n.path] == n {
 		delete(s.open, n.path)

@@ -645,6 +645,28 @@ var scenarios = []scenario{
 		e.must(err)
 		e.wantDiff("listing", len(names), 0)
 	}},
+	{name: "Tools/shell", tools: true, run: func(e *env) {
+		// A shell redirection opens, dups and closes the first descriptor
+		// before writing: still one version per command.
+		f := filepath.Join(e.m.Root, rwDir, "sh.md")
+		e.run("sh", "-c", "echo hello > "+f)
+		id := e.memory("/sh.md").ID
+		e.wantDiff("after >", e.history(id), []string{"created /sh.md hello\n"})
+		e.run("sh", "-c", "echo more >> "+f)
+		e.wantDiff("after >>", e.history(id), []string{"created /sh.md hello\n", "modified /sh.md hello\nmore\n"})
+		// No descriptor writes here: the change is uploaded at the last
+		// release, which the kernel sends after close(2) returns.
+		e.run("sh", "-c", ": > "+f)
+		e.run("touch", filepath.Join(e.m.Root, rwDir, "empty.md"))
+		e.await(e.m, "truncation and touch", func() error {
+			got := e.contents(e.rw.ID)
+			if d := cmp.Diff(map[string]string{"/sh.md": "", "/empty.md": ""}, got); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+		e.wantDiff("versions", e.versionCount(), 4)
+	}},
 	{name: "Tools/sed", tools: true, run: func(e *env) {
 		e.write("notes/s.md", "hello world\n")
 		id := e.memory("/s.md").ID
