@@ -59,6 +59,45 @@ type copyMounter struct {
 	stderr io.Writer
 }
 
+// noticesName is the file under the session root where sync notices the
+// agent should know about (conflict copies, refused files, restored
+// read-only files) are appended. It is outside every store directory, so it
+// is never synced.
+const noticesName = "SYNC_NOTICES.md"
+
+var noticesMu sync.Mutex
+
+// appendNotice appends the notable parts of a pass's report to root's
+// notices file.
+func appendNotice(root, store string, r *syncer.Report) {
+	if r == nil {
+		return
+	}
+	var b strings.Builder
+	for _, c := range r.Conflicts {
+		fmt.Fprintf(&b, "- [%s] %s changed in the store while you edited it: the store's version is at %s, yours was saved as %s\n", store, c.Path, c.Path, c.CopyPath)
+	}
+	for _, p := range r.Refused {
+		if r.Counts[syncer.KindRefuse] > 0 {
+			fmt.Fprintf(&b, "- [%s] %s is not saved to the store: %s\n", store, p.Path, p.Reason)
+		}
+	}
+	for _, p := range r.Quarantined {
+		fmt.Fprintf(&b, "- [%s] %s: %s\n", store, p.Path, p.Reason)
+	}
+	if b.Len() == 0 {
+		return
+	}
+	noticesMu.Lock()
+	defer noticesMu.Unlock()
+	f, err := os.OpenFile(filepath.Join(root, noticesName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteString(b.String())
+}
+
 type copyMount struct{ eng *syncer.Engine }
 
 func (m copyMount) Run(ctx context.Context) error { return m.eng.Run(ctx) }
@@ -71,6 +110,7 @@ func (c copyMounter) Mount(ctx context.Context, s mountSpec) (mount, error) {
 		ReadOnly: s.Store.Access == trove.AccessReadOnly, SessionID: s.SessionID,
 		Interval: s.Interval, Logger: s.Logger.With("mount", s.Dir),
 		OnPass: func(r *syncer.Report, err error) {
+			appendNotice(filepath.Dir(s.Dir), name, r)
 			if c.stderr != nil && (err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined) > 0 || r.Counts[syncer.KindRefuse] > 0) {
 				fmt.Fprintf(c.stderr, "[trove %s] ", name)
 				printReport(c.stderr, r, err, false)
@@ -335,7 +375,8 @@ func memoryNote(stores []trove.SessionStore, dirs []string, maxBytes int) string
 	b.WriteString("are not synced. Read-only stores are restored if changed.")
 	fmt.Fprintf(&b, " Files must be UTF-8 text up to %d KB.\n", maxBytes/1024)
 	b.WriteString("If a sync conflict occurs, the store keeps the other version and yours is saved\n")
-	b.WriteString("next to it as <name>.conflict-….md.\n")
+	b.WriteString("next to it as <name>.conflict-….md.")
+	fmt.Fprintf(&b, " Such events are listed in %s.\n", filepath.Join(parent, noticesName))
 	return b.String()
 }
 

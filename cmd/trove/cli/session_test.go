@@ -61,6 +61,13 @@ func TestSessionRunLocal(t *testing.T) {
 	if std["/style.md"] != "tabs\n" {
 		t.Errorf("read-only store was written: %q", std["/style.md"])
 	}
+	if b, _ := os.ReadFile(filepath.Join(root, "team-standards", "style.md")); string(b) != "tabs\n" {
+		t.Errorf("read-only file not restored: %q", b)
+	}
+	notices, _ := os.ReadFile(filepath.Join(root, "SYNC_NOTICES.md"))
+	if !strings.Contains(string(notices), "- [Team Standards] /style.md: read-only store") {
+		t.Errorf("the restore is not in the notices:\n%s", notices)
+	}
 	note, err := os.ReadFile(filepath.Join(root, "MEMORY_STORES.md"))
 	if err != nil {
 		t.Fatal(err)
