@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestValidatePath(t *testing.T) {
@@ -101,4 +102,37 @@ func TestNewIDSortsByTime(t *testing.T) {
 	if later <= ids[len(ids)-1] {
 		t.Fatal("a later ID sorts before an earlier one")
 	}
+}
+
+// FuzzValidatePath checks that every path ValidatePath accepts really
+// follows the rules, so a bad path can never reach a driver.
+func FuzzValidatePath(f *testing.F) {
+	for _, s := range []string{"/a", "/notes/todo.md", "/a//b", "/a/../b", "/café", "/cafe\u0301", "/a\x00", "/\u2028", "/%2e%2e/x", "/a/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		err := ValidatePath(p, 1024, 20)
+		if err != nil {
+			if ErrorCode(err) != EINVALID || ErrorMessage(err) == "" {
+				t.Fatalf("ValidatePath(%q) = %v: want an EINVALID with a message", p, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || len(p) > 1024 || !utf8.ValidString(p) {
+			t.Fatalf("accepted %q", p)
+		}
+		for _, seg := range strings.Split(p[1:], "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				t.Fatalf("accepted %q with segment %q", p, seg)
+			}
+		}
+		for _, r := range p {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+				t.Fatalf("accepted %q with U+%04X", p, r)
+			}
+		}
+		if !PathsOverlap(p, p) || PathsOverlap(p, p+"x") == PathsOverlap(p, p+"/x") {
+			t.Fatalf("overlap rules broken for %q", p)
+		}
+	})
 }
