@@ -164,7 +164,10 @@ var (
 	_ fs.NodeReadlinker = (*node)(nil)
 )
 
-func (n *node) path() string { return n.Path(nil) }
+// path is the node's vfs name: its path from the mount root. For a node no
+// longer attached to the root (unlinked while open), go-fuse puts a
+// ".go-fuse.N/deleted" segment first, which the vfs reports as not found.
+func (n *node) path() string { return n.Path(n.Root()) }
 
 // errno maps err with ToErrno and logs what becomes EIO, since the kernel
 // tells the caller nothing more.
@@ -405,7 +408,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // Rename implements fs.NodeRenamer. RENAME_NOREPLACE is honoured;
 // RENAME_EXCHANGE is not supported.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	to := path.Join(newParent.EmbeddedInode().Path(nil), newName)
+	to := path.Join(newParent.EmbeddedInode().Path(n.Root()), newName)
 	switch flags {
 	case 0:
 	case unix.RENAME_NOREPLACE:

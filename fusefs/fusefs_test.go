@@ -91,3 +91,44 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.tb.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestUnlinkedWhileOpen: a file removed while open keeps serving its
+// descriptor (fstat, read, write) and uploads nothing.
+func TestUnlinkedWhileOpen(t *testing.T) {
+	be := backend(t)
+	st, err := be.Services.CreateStore(be.Ctx, trove.CreateStoreParams{Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dir := mount(t, vfs.Config{Services: be.Services, Principal: trove.PrincipalFrom(be.Ctx), Stores: []vfs.StoreConfig{{StoreID: st.ID}}})
+	p := filepath.Join(dir, "s", "a.md")
+	if err := os.WriteFile(p, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.IsDir() || fi.Size() != 5 {
+		t.Errorf("fstat after unlink: %v, dir=%v size=%d", err, fi != nil && fi.IsDir(), fi.Size())
+	}
+	if _, err := f.WriteAt([]byte("HE"), 0); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 5)
+	if _, err := f.ReadAt(b, 0); err != nil || string(b) != "HEllo" {
+		t.Errorf("read after unlink: %q %v", b, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	pg, err := be.Services.ListMemories(be.Ctx, st.ID, trove.ListMemoriesParams{})
+	if err != nil || len(pg.Data) != 0 {
+		t.Errorf("store after unlink: %+v %v", pg, err)
+	}
+}

@@ -446,6 +446,8 @@ func (s *store) remove(ctx context.Context, rel string) error {
 		if n.id != "" {
 			id, sha = n.id, n.baseSHA
 		}
+		// Its descriptors keep reading the content after the unlink.
+		_ = n.load(ctx) // best effort
 		n.mu.Unlock()
 	}
 	if id != "" {
@@ -655,7 +657,7 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 	if dstID == "" {
 		// The target was never uploaded: it simply disappears.
 		if dst != nil {
-			s.orphan(to, dst)
+			s.orphan(ctx, to, dst)
 		}
 		return s.moveFileLocked(ctx, from, to, src, srcID)
 	}
@@ -684,7 +686,7 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 		return storeErr(err)
 	}
 	if dst != nil {
-		s.orphan(to, dst)
+		s.orphan(ctx, to, dst)
 	}
 	s.putFile(to, m)
 	if srcID != "" {
@@ -732,9 +734,11 @@ func (s *store) moveFileLocked(ctx context.Context, from, to string, src *node, 
 }
 
 // orphan detaches an open file replaced or removed by this mount: its
-// handles keep their buffer and upload nothing. s.mu held, n unlocked.
-func (s *store) orphan(rel string, n *node) {
+// handles keep their buffer (read now if it was not) and upload nothing.
+// s.mu held, n unlocked.
+func (s *store) orphan(ctx context.Context, rel string, n *node) {
 	n.mu.Lock()
+	_ = n.load(ctx) // best effort
 	n.unlinked, n.dirty = true, false
 	n.mu.Unlock()
 	if s.open[rel] == n {
