@@ -164,3 +164,59 @@ func TestSlowListingStretchesTheBound(t *testing.T) {
 		t.Errorf("after 7 s: %v", err)
 	}
 }
+
+// failNthPathUpdate fails the nth path change with EUNAVAILABLE.
+type failNthPathUpdate struct {
+	trove.Services
+	n     int
+	calls *int
+}
+
+func (f failNthPathUpdate) UpdateMemory(ctx context.Context, storeID, memoryID string, p trove.UpdateMemoryParams) (*trove.Memory, error) {
+	if p.Path != nil {
+		*f.calls++
+		if *f.calls == f.n {
+			return nil, trove.Errorf(trove.EUNAVAILABLE, "database unreachable")
+		}
+	}
+	return f.Services.UpdateMemory(ctx, storeID, memoryID, p)
+}
+
+// TestDirRenameRollsBack: when one memory of a directory rename cannot be
+// moved, those already moved go back and the rename fails with EIO.
+func TestDirRenameRollsBack(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/d/a.md", "/d/b.md", "/d/c.md"} {
+		if _, err := b.Services.CreateMemory(b.Ctx, st.ID, trove.CreateMemoryParams{Path: p, Content: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	m := vfstest.Direct(t, vfs.Config{Services: failNthPathUpdate{b.Services, 3, &calls}, Principal: trove.PrincipalFrom(b.Ctx),
+		Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "n"}}}, nil)
+	if err := m.FS.Rename("n/d", "n/e"); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("rename: %v, want EIO", err)
+	}
+	pg, err := b.Services.ListMemories(b.Ctx, st.ID, trove.ListMemoriesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, it := range pg.Data {
+		paths = append(paths, it.Memory.Path)
+	}
+	if diff := cmp.Diff([]string{"/d/a.md", "/d/b.md", "/d/c.md"}, paths); diff != "" {
+		t.Errorf("store after the failed rename (-want +got):\n%s", diff)
+	}
+	names, err := m.FS.ReadDir("n/d")
+	if err != nil || len(names) != 3 {
+		t.Errorf("mount after the failed rename: %v %v", names, err)
+	}
+	if _, err := m.FS.Stat("n/e"); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("n/e after the failed rename: %v", err)
+	}
+}
