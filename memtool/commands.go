@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -363,49 +365,47 @@ func (t *Tool) strReplace(ctx context.Context, in *args) Result {
 	missing := func() Result {
 		return errorText("Error: The path " + p.Raw + " does not exist. Please provide a valid path.")
 	}
-	content, ver, r := t.readForEdit(ctx, p, "str_replace", missing)
-	if r != nil {
-		return *r
-	}
-	// Every occurrence start, overlapping ones included: the edit must be
-	// unambiguous.
-	var starts []int
-	for i := 0; i <= len(content)-len(oldStr); {
-		j := strings.Index(content[i:], oldStr)
-		if j < 0 {
-			break
-		}
-		starts = append(starts, i+j)
-		_, size := utf8.DecodeRuneInString(content[i+j:])
-		i += j + max(size, 1)
-	}
-	switch len(starts) {
-	case 0:
-		return errorText("No replacement was performed, old_str `" + oldStr + "` did not appear verbatim in " + p.Raw + ".")
-	case 1:
-	default:
-		var nums []string
-		line, from := 1, 0
-		for k, s := range starts {
-			if k == maxListedLines {
-				nums = append(nums, "... ("+strconv.Itoa(len(starts)-k)+" more)")
+	var content, updated string
+	var pos int
+	if r := t.edit(ctx, p, "str_replace", missing, func(c string) (string, *Result) {
+		// Every occurrence start, overlapping ones included: the edit must
+		// be unambiguous.
+		var starts []int
+		for i := 0; i <= len(c)-len(oldStr); {
+			j := strings.Index(c[i:], oldStr)
+			if j < 0 {
 				break
 			}
-			line += strings.Count(content[from:s], "\n")
-			from = s
-			nums = append(nums, strconv.Itoa(line))
+			starts = append(starts, i+j)
+			_, size := utf8.DecodeRuneInString(c[i+j:])
+			i += j + max(size, 1)
 		}
-		return errorText("No replacement was performed. Multiple occurrences of old_str `" + oldStr + "` in lines: " + strings.Join(nums, ", ") + ". Please ensure it is unique")
-	}
-	pos := starts[0]
-	updated := content[:pos] + newStr + content[pos+len(oldStr):]
-	if r := t.checkWrite(p, updated, newStr); r != nil {
+		switch len(starts) {
+		case 0:
+			r := errorText("No replacement was performed, old_str `" + oldStr + "` did not appear verbatim in " + p.Raw + ".")
+			return "", &r
+		case 1:
+		default:
+			var nums []string
+			line, from := 1, 0
+			for k, s := range starts {
+				if k == maxListedLines {
+					nums = append(nums, "... ("+strconv.Itoa(len(starts)-k)+" more)")
+					break
+				}
+				line += strings.Count(c[from:s], "\n")
+				from = s
+				nums = append(nums, strconv.Itoa(line))
+			}
+			r := errorText("No replacement was performed. Multiple occurrences of old_str `" + oldStr + "` in lines: " + strings.Join(nums, ", ") + ". Please ensure it is unique")
+			return "", &r
+		}
+		content, pos = c, starts[0]
+		updated = c[:pos] + newStr + c[pos+len(oldStr):]
+		return updated, t.checkWrite(p, updated, newStr)
+	}); r != nil {
 		return *r
 	}
-	if _, err := t.fs.WriteFile(ctx, p.Rel, []byte(updated), ver); err != nil {
-		return t.editWriteError(p, "str_replace", err)
-	}
-	t.touch(ctx, p.Rel)
 
 	line := 1 + strings.Count(content[:pos], "\n")
 	lines := strings.Split(updated, "\n")
@@ -414,28 +414,82 @@ func (t *Tool) strReplace(ctx context.Context, in *args) Result {
 	return textResult(t.numbered("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n", lines[from-1:to], from, len(lines)))
 }
 
-// readForEdit reads the file an edit command works on, mapping every
-// failure to that command's message.
-func (t *Tool) readForEdit(ctx context.Context, p Path, cmd string, missing func() Result) (string, Version, *Result) {
-	data, ver, err := t.fs.ReadFile(ctx, p.Rel, t.opt.MaxReadSize)
-	var r Result
-	switch {
-	case err == nil:
-		if !isText(data) {
-			r = notTextError(p, len(data), cmd)
-			return "", "", &r
+// edit runs the read-modify-write of str_replace and insert: it reads the
+// file, lets apply compute the new content (or the error result saying why
+// the edit does not apply) and writes it conditionally on the version read.
+// When the write loses a race with another writer (ErrConflict, or the file
+// vanished), edit re-reads the file and re-applies the edit on the fresh
+// content, up to Options.EditAttempts times in all with a short random
+// backoff; nothing is ever written without the version precondition. If the
+// edit no longer applies to the fresh content, the result says that the
+// file changed under the command and to view it again. It returns nil when
+// the write succeeded.
+func (t *Tool) edit(ctx context.Context, p Path, cmd string, missing func() Result, apply func(content string) (string, *Result)) *Result {
+	for attempt := 1; ; attempt++ {
+		data, ver, err := t.fs.ReadFile(ctx, p.Rel, t.opt.MaxReadSize)
+		var r *Result
+		if err != nil {
+			res, expected := t.readEditError(p, cmd, err, missing)
+			if !expected || attempt == 1 {
+				return &res
+			}
+			r = &res
+		} else if !isText(data) {
+			res := notTextError(p, len(data), cmd)
+			r = &res
+		} else {
+			var updated string
+			if updated, r = apply(string(data)); r == nil {
+				_, err := t.fs.WriteFile(ctx, p.Rel, []byte(updated), ver)
+				if err == nil {
+					t.touch(ctx, p.Rel)
+					return nil
+				}
+				lost := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotExist)
+				if !lost || attempt >= t.opt.EditAttempts || !backoff(ctx, attempt) {
+					res := t.editWriteError(p, cmd, err)
+					return &res
+				}
+				continue
+			}
 		}
-		return string(data), ver, nil
-	case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir), errors.Is(err, ErrIsDir), errors.Is(err, ErrNotRegular):
-		r = missing()
-	case errors.Is(err, ErrSymlink):
-		r = symlinkError(p)
-	case errors.Is(err, ErrTooLarge):
-		r = t.tooLargeToRead(p)
-	default:
-		r = t.internal(cmd, p, err)
+		if attempt > 1 {
+			res := errorText("Error: " + p.Raw + " was changed by another writer while this " + cmd +
+				" ran, and the edit no longer applies to the new content: " + r.Text() +
+				" Nothing was written; view the file again and retry.")
+			return &res
+		}
+		return r
 	}
-	return "", "", &r
+}
+
+// backoff waits a random time below attempt × 2 ms, so that two writers that
+// keep colliding on one file drift apart. It returns false if ctx ended.
+func backoff(ctx context.Context, attempt int) bool {
+	d := time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond)))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// readEditError maps a failed read of the file an edit command works on to
+// that command's message; expected is false for a storage failure (the
+// generic message or the backend's refusal) rather than a state of the file.
+func (t *Tool) readEditError(p Path, cmd string, err error, missing func() Result) (r Result, expected bool) {
+	switch {
+	case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir), errors.Is(err, ErrIsDir), errors.Is(err, ErrNotRegular):
+		return missing(), true
+	case errors.Is(err, ErrSymlink):
+		return symlinkError(p), true
+	case errors.Is(err, ErrTooLarge):
+		return t.tooLargeToRead(p), true
+	}
+	return t.internal(cmd, p, err), false
 }
 
 func (t *Tool) editWriteError(p Path, cmd string, err error) Result {
@@ -474,21 +528,16 @@ func (t *Tool) insert(ctx context.Context, in *args) Result {
 	defer unlock()
 
 	missing := func() Result { return errorText("Error: The path " + p.Raw + " does not exist") }
-	content, ver, r := t.readForEdit(ctx, p, "insert", missing)
-	if r != nil {
+	if r := t.edit(ctx, p, "insert", missing, func(content string) (string, *Result) {
+		updated, n, ok := InsertText(content, k, text)
+		if !ok {
+			r := errorText("Error: Invalid `insert_line` parameter: " + strconv.Itoa(k) + ". It should be within the range of lines of the file: [0, " + strconv.Itoa(n) + "]")
+			return "", &r
+		}
+		return updated, t.checkWrite(p, updated, text)
+	}); r != nil {
 		return *r
 	}
-	updated, n, ok := InsertText(content, k, text)
-	if !ok {
-		return errorText("Error: Invalid `insert_line` parameter: " + strconv.Itoa(k) + ". It should be within the range of lines of the file: [0, " + strconv.Itoa(n) + "]")
-	}
-	if r := t.checkWrite(p, updated, text); r != nil {
-		return *r
-	}
-	if _, err := t.fs.WriteFile(ctx, p.Rel, []byte(updated), ver); err != nil {
-		return t.editWriteError(p, "insert", err)
-	}
-	t.touch(ctx, p.Rel)
 	return textResult("The file " + p.Raw + " has been edited.")
 }
 

@@ -63,7 +63,7 @@
 //	| create                                 | O_EXCL into the final name; empty file left on failure | validated first; temp file + fsync + no-replace rename + directory fsync  |
 //	| create on an existing file             | error                                              | error by default; Options.Overwrite replaces ("File overwritten successfully at: {path}") |
 //	| concurrent calls                       | none: lost updates, double renames                 | per-path locks (see Tool)                                                     |
-//	| writes racing another process          | last writer wins                                   | conditional writes (Version); the loser gets "Error: {path} was changed by another writer …" |
+//	| writes racing another process          | last writer wins                                   | conditional writes (Version); a str_replace/insert that lost is re-applied to the fresh content if it still applies cleanly (Options.EditAttempts), else "Error: {path} was changed by another writer …" |
 //	| root removed externally                | every call fails with a raw ENOENT                 | re-created (DirFS)                                                            |
 //	| unknown / missing command              | "{cmd} not implemented", prototype names dispatch  | "Error: Unknown command \"{cmd}\": use one of …"                              |
 //	| OS errors                              | raw Node messages with absolute paths              | mapped; anything unexpected is a generic storage error (details to Options.OnInternalError) |

@@ -23,6 +23,8 @@ const (
 	// DefaultMaxViewChars is where a text view is cut, as the tool
 	// description promises the model.
 	DefaultMaxViewChars = 16000
+	// DefaultEditAttempts is the default Options.EditAttempts.
+	DefaultEditAttempts = 10
 	// MaxLines is the largest number of lines a file may have to be viewed.
 	MaxLines = 999999
 )
@@ -50,6 +52,13 @@ type Options struct {
 	// ("an AWS access key ID") or "" to allow the write. nil means
 	// DetectSecret; use AllowSecrets to disable the filter.
 	SecretFilter func(text string) string
+	// EditAttempts is how many times str_replace or insert runs in all when
+	// its conditional write keeps losing races with other writers (another
+	// process, another agent on the same store): after a lost race the
+	// edit is re-applied to the fresh content if it still applies cleanly
+	// (old_str still occurs exactly once, the line is still in range). 0
+	// means DefaultEditAttempts; 1 (or less) disables re-application.
+	EditAttempts int
 	// Now is the clock used for access times and Sweep; nil means time.Now.
 	Now func() time.Time
 	// OnInternalError, if set, is called with storage errors the model only
@@ -66,7 +75,10 @@ func AllowSecrets(string) string { return "" }
 // (str_replace, insert) never loses a concurrent update made through the
 // same Tool, a rename locks both of its paths at once, and a delete of a
 // directory excludes every write beneath it. Calls on disjoint paths run in
-// parallel.
+// parallel. Writers outside the Tool (another process, another agent on the
+// same store) are caught by the FS's conditional writes: an str_replace or
+// insert that loses such a race is re-applied to the fresh content when it
+// still applies cleanly (see Options.EditAttempts).
 type Tool struct {
 	fs    FS
 	opt   Options
@@ -89,6 +101,9 @@ func New(fsys FS, opt Options) *Tool {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.EditAttempts == 0 {
+		opt.EditAttempts = DefaultEditAttempts
 	}
 	return &Tool{fs: fsys, opt: opt}
 }

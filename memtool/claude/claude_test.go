@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -224,5 +225,62 @@ func TestResultBlockJSON(t *testing.T) {
 		if diff := cmp.Diff(asJSON(t, tc.want), asJSON(t, string(b))); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// racingFS lets another writer change a file between the engine's read and
+// its conditional write, once, as a second agent on the same storage would.
+type racingFS struct {
+	memtool.FS
+	mu    sync.Mutex
+	other func(string) string // the other writer's edit; nil once it ran
+}
+
+func (r *racingFS) WriteFile(ctx context.Context, name string, data []byte, ifMatch memtool.Version) (memtool.Version, error) {
+	r.mu.Lock()
+	other := r.other
+	if ifMatch != "" {
+		r.other = nil
+	}
+	r.mu.Unlock()
+	if ifMatch != "" && other != nil {
+		cur, v, err := r.FS.ReadFile(ctx, name, -1)
+		if err != nil {
+			return "", err
+		}
+		if _, err := r.FS.WriteFile(ctx, name, []byte(other(string(cur))), v); err != nil {
+			return "", err
+		}
+	}
+	return r.FS.WriteFile(ctx, name, data, ifMatch)
+}
+
+// TestRunnerEditLosesRace runs a conversation whose str_replace loses a
+// race with another writer: the engine re-applies it on the fresh content,
+// the model gets the success snippet and neither edit is lost.
+func TestRunnerEditLosesRace(t *testing.T) {
+	mem := memtool.NewMemFS(nil)
+	if _, err := mem.WriteFile(context.Background(), "todo.md", []byte("a: todo\nb: todo\n"), ""); err != nil {
+		t.Fatal(err)
+	}
+	fsys := &racingFS{FS: mem, other: func(s string) string { return strings.Replace(s, "b: todo", "b: done by B", 1) }}
+	s := &script{t: t, replies: []string{
+		reply("msg_1", "tool_use", toolUse("toolu_1", `{"command":"str_replace","path":"/memories/todo.md","old_str":"a: todo","new_str":"a: done"}`)),
+		reply("msg_2", "end_turn", `{"type":"text","text":"Done."}`),
+	}}
+	r := &claude.Runner{Client: newClient(t, s), Tool: memtool.New(fsys, memtool.Options{})}
+	if _, _, err := r.Run(context.Background(), []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("tick a"))}); err != nil {
+		t.Fatal(err)
+	}
+	if fsys.other != nil {
+		t.Fatal("the other writer never ran: the race was not exercised")
+	}
+	want := `[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\ta: done\n     2\tb: done by B\n     3\t"}]}]`
+	if diff := cmp.Diff(asJSON(t, want), any(lastToolResults(t, s.reqs[1]))); diff != "" {
+		t.Errorf("tool result (-want +got):\n%s", diff)
+	}
+	data, _, err := mem.ReadFile(context.Background(), "todo.md", -1)
+	if err != nil || string(data) != "a: done\nb: done by B\n" {
+		t.Errorf("todo.md = %q, %v; want both edits", data, err)
 	}
 }

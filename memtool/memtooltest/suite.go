@@ -744,37 +744,96 @@ func testContract(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 }
 
 // racyFS changes a file behind the engine's back between its read and its
-// write, as another process writing the same store would.
+// conditional write, as another process writing the same store would: the
+// next races conditional writes first replace the content with
+// change(current content).
 type racyFS struct {
 	memtool.FS
-	once sync.Once
+	change func(string) string
+	mu     sync.Mutex
+	races  int
 }
 
 func (r *racyFS) WriteFile(ctx context.Context, name string, data []byte, ifMatch memtool.Version) (memtool.Version, error) {
 	if ifMatch != "" {
-		r.once.Do(func() {
-			_, _, _ = r.FS.ReadFile(ctx, name, -1)
-			if _, err := r.FS.WriteFile(ctx, name, []byte("changed elsewhere"), ifMatch); err != nil {
-				panic(err)
+		r.mu.Lock()
+		race := r.races > 0
+		if race {
+			r.races--
+		}
+		r.mu.Unlock()
+		if race {
+			cur, v, err := r.FS.ReadFile(ctx, name, -1)
+			if err != nil {
+				return "", err
 			}
-		})
+			if _, err := r.FS.WriteFile(ctx, name, []byte(r.change(string(cur))), v); err != nil {
+				return "", err
+			}
+		}
 	}
 	return r.FS.WriteFile(ctx, name, data, ifMatch)
 }
 
+// testConflict checks what an edit does when its conditional write loses a
+// race: re-applied on the fresh content when it still applies cleanly,
+// refused with "view the file again" when it no longer applies or keeps
+// losing; never a lost update.
 func testConflict(t *testing.T, newFS func(t *testing.T) memtool.FS) {
-	for _, in := range [][]byte{strReplace("/memories/f.txt", "original", "mine"), insert("/memories/f.txt", 0, "mine")} {
-		fsys := &racyFS{FS: newFS(t)}
-		tool := memtool.New(fsys, memtool.Options{})
-		mustOK(t, tool, create("/memories/f.txt", "original"))
-		r := tool.Execute(context.Background(), in)
-		want := "Error: /memories/f.txt was changed by another writer while this command ran; nothing was written. View the file again and retry."
-		if diff := cmp.Diff(want, r.String()); diff != "" || !r.IsError {
-			t.Errorf("Execute(%s) IsError=%v (-want +got):\n%s", in, r.IsError, diff)
-		}
-		if diff := cmp.Diff(map[string]string{"f.txt": "changed elsewhere"}, Tree(t, fsys)); diff != "" {
-			t.Errorf("tree (-want +got):\n%s", diff)
-		}
+	replaced := func(string) string { return "changed elsewhere" }
+	appended := func(s string) string { return s + "\nmore" }
+	const f = "/memories/f.txt"
+	gaveUp := "Error: /memories/f.txt was changed by another writer while this command ran; nothing was written. View the file again and retry."
+	for _, tc := range []struct {
+		name     string
+		initial  string // "original" if empty
+		attempts int
+		change   func(string) string
+		races    int
+		input    []byte
+		want     string
+		isErr    bool
+		final    string
+	}{
+		{name: "str_replace-no-longer-applies", change: replaced, races: 1,
+			input: strReplace(f, "original", "mine"), isErr: true,
+			want:  "Error: /memories/f.txt was changed by another writer while this str_replace ran, and the edit no longer applies to the new content: No replacement was performed, old_str `original` did not appear verbatim in /memories/f.txt. Nothing was written; view the file again and retry.",
+			final: "changed elsewhere"},
+		{name: "str_replace-reapplied", change: appended, races: 1,
+			input: strReplace(f, "original", "mine"),
+			want:  snipHdr + numbered(1, "mine", "more"), final: "mine\nmore"},
+		{name: "insert-reapplied", change: replaced, races: 1,
+			input: insert(f, 0, "mine"), want: "The file /memories/f.txt has been edited.", final: "mine\nchanged elsewhere"},
+		{name: "insert-out-of-range", initial: "original\nsecond", change: replaced, races: 1,
+			input: insert(f, 2, "mine"), isErr: true,
+			want:  "Error: /memories/f.txt was changed by another writer while this insert ran, and the edit no longer applies to the new content: Error: Invalid `insert_line` parameter: 2. It should be within the range of lines of the file: [0, 1] Nothing was written; view the file again and retry.",
+			final: "changed elsewhere"},
+		{name: "keeps-losing", attempts: 3, change: appended, races: 3,
+			input: strReplace(f, "original", "mine"), isErr: true, want: gaveUp,
+			final: "original\nmore\nmore\nmore"},
+		{name: "reapply-disabled", attempts: 1, change: appended, races: 1,
+			input: insert(f, 0, "mine"), isErr: true, want: gaveUp, final: "original\nmore"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := &racyFS{FS: newFS(t), change: tc.change}
+			tool := memtool.New(fsys, memtool.Options{EditAttempts: tc.attempts})
+			initial := tc.initial
+			if initial == "" {
+				initial = "original"
+			}
+			mustOK(t, tool, create(f, initial))
+			fsys.races = tc.races
+			r := tool.Execute(context.Background(), tc.input)
+			if diff := cmp.Diff(tc.want, r.String()); diff != "" || r.IsError != tc.isErr {
+				t.Errorf("Execute(%s) IsError=%v (-want +got):\n%s", tc.input, r.IsError, diff)
+			}
+			if fsys.races != 0 {
+				t.Errorf("%d injected races did not happen", fsys.races)
+			}
+			if diff := cmp.Diff(map[string]string{"f.txt": tc.final}, Tree(t, fsys)); diff != "" {
+				t.Errorf("tree (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

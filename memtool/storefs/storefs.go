@@ -16,8 +16,9 @@
 // the credential for httpapi.Client). A replacing write sends the SHA-256 the
 // engine read as the content_sha256 precondition, so two agents editing one
 // memory never silently overwrite each other: the loser gets
-// memtool.ErrConflict, and Tool (see tool.go) re-applies its str_replace or
-// insert on the fresh content when the edit still applies cleanly.
+// memtool.ErrConflict, and the engine re-applies its str_replace or insert
+// on the fresh content when the edit still applies cleanly
+// (memtool.Options.EditAttempts).
 //
 // Directory operations. Deleting a directory deletes every memory below it
 // and renaming a directory renames every memory below it (a path update, so
@@ -486,7 +487,6 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 	}
 	if !isSHA256(string(ifMatch)) {
 		// Not a version this FS handed out: it cannot match any content.
-		recordRace(ctx)
 		return "", memtool.ErrConflict
 	}
 	m, err := f.lookup(ctx, name, false)
@@ -501,7 +501,6 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 		if k == kDir {
 			return "", memtool.ErrIsDir
 		}
-		recordRace(ctx)
 		return "", memtool.ErrConflict
 	}
 	u, err := f.svc.UpdateMemory(ctx, f.storeID, m.ID, trove.UpdateMemoryParams{
@@ -511,7 +510,6 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 	case "":
 	case trove.EPRECONDITION, trove.ENOTFOUND:
 		f.forget(p, m.ID)
-		recordRace(ctx)
 		return "", memtool.ErrConflict
 	default:
 		return "", f.fail(ctx, "update", err)

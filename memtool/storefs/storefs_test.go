@@ -241,7 +241,7 @@ func TestTwoAgentsConcurrent(t *testing.T) {
 			}
 			// Every edit here still applies after any race, so with
 			// re-application nearly all succeed; an edit may still give up
-			// after losing DefaultAttempts races in a row (a clear error,
+			// after losing memtool.DefaultEditAttempts races in a row (a clear error,
 			// nothing written). Without re-application about half fail.
 			if errCount*10 > okCount+errCount {
 				t.Errorf("%d of %d calls failed; lost races are not being re-applied", errCount, okCount+errCount)
