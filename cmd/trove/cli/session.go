@@ -150,6 +150,7 @@ func newSessionRunCmd(e *env) *cobra.Command {
 		state    string
 		interval time.Duration
 		verbose  bool
+		mode     string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store NAME_OR_ID[:ro] [--store …] [--root DIR] -- CMD [ARGS…]",
@@ -164,9 +165,13 @@ and runs CMD with:
   TROVE_MEMORY_ROOT    the root directory
   TROVE_MEMORY_PROMPT  the note describing the stores
 
-The directories are synced while CMD runs (file changes, and at least every
---interval) and flushed when it exits; then the session ends. Writes become
-versions attributed to the session. The exit code is CMD's.`,
+With --mount fuse (the default where FUSE works: /dev/fuse, and root or
+fusermount3) each directory is a live FUSE mount: every close of a written
+file is one version, and other writers' changes appear within a second.
+With --mount copy (the default elsewhere) the directories are copies kept by
+the sync engine: synced while CMD runs (file changes, and at least every
+--interval) and flushed when it exits. Either way the session then ends,
+writes are versions attributed to the session, and the exit code is CMD's.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 0 {
@@ -175,7 +180,11 @@ versions attributed to the session. The exit code is CMD's.`,
 			if len(refs) == 0 {
 				return &exitError{code: 2, err: errors.New("session run: give at least one --store")}
 			}
-			return runSession(e, cmd, &sf, refs, instr, root, state, interval, verbose, args, copyMounter{stderr: e.stderr})
+			mnt, err := chooseMounter(mode, e.stderr)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return runSession(e, cmd, &sf, refs, instr, root, state, interval, verbose, args, mnt)
 		},
 	}
 	sf.register(cmd)
@@ -186,7 +195,28 @@ versions attributed to the session. The exit code is CMD's.`,
 	f.StringVar(&state, "state", "", "state directory for sync manifests (default $XDG_STATE_HOME/trove/sessions/<session>)")
 	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between sync passes while CMD runs")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every sync action")
+	f.StringVar(&mode, "mount", "auto", "how stores appear as directories: fuse (live mount), copy (sync engine), or auto (fuse where it works)")
 	return cmd
+}
+
+// chooseMounter picks the mounter for --mount: "fuse" and "copy" as named,
+// "auto" FUSE when fuseAvailable says it works and the copy engine otherwise.
+func chooseMounter(mode string, stderr io.Writer) (mounter, error) {
+	switch mode {
+	case "copy":
+		return copyMounter{stderr: stderr}, nil
+	case "fuse":
+		if why := fuseAvailable(); why != "" {
+			return nil, fmt.Errorf("session run: --mount fuse: FUSE is unavailable here (%s); use --mount copy", why)
+		}
+		return fuseMounter{}, nil
+	case "auto", "":
+		if fuseAvailable() == "" {
+			return fuseMounter{}, nil
+		}
+		return copyMounter{stderr: stderr}, nil
+	}
+	return nil, fmt.Errorf("session run: --mount must be auto, fuse or copy, not %q", mode)
 }
 
 func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string, root, state string, interval time.Duration, verbose bool, args []string, mnt mounter) error {

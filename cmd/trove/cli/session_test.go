@@ -42,7 +42,7 @@ func TestSessionRunLocal(t *testing.T) {
 	code, _, stderr := syncCLI(t, "session", "run", "--data", data,
 		"--store", "Notes", "--instructions", "Check notes first.",
 		"--store", "Team Standards:ro",
-		"--root", root, "--", "sh", "-c", agentScript)
+		"--root", root, "--mount", "copy", "--", "sh", "-c", agentScript)
 	if code != 3 {
 		t.Fatalf("exit %d, want the command's 3:\n%s", code, stderr)
 	}
@@ -121,7 +121,7 @@ func TestSessionRunRemote(t *testing.T) {
 	code, _, stderr := syncCLI(t, "session", "run",
 		"--store", "Notes", "--instructions", "Check notes first.",
 		"--store", ids["Team Standards"]+":ro",
-		"--root", root, "--", "sh", "-c", agentScript)
+		"--root", root, "--mount", "copy", "--", "sh", "-c", agentScript)
 	srv.Close()
 	closeDB()
 	if code != 3 {
@@ -136,6 +136,64 @@ func TestSessionRunRemote(t *testing.T) {
 	}
 	if std, _ := storeContents(t, data, ids["Team Standards"]); std["/style.md"] != "tabs\n" {
 		t.Errorf("read-only store was written: %q", std["/style.md"])
+	}
+}
+
+// fuseAgentScript plays an agent on live mounts: its write is a version at
+// close, and the read-only mount refuses writes outright.
+const fuseAgentScript = `
+set -e
+case "$TROVE_API_KEY" in trove_st_*) ;; *) echo "not a session token" >&2; exit 9;; esac
+grep -q "buy tea" "$TROVE_MEMORY_ROOT/notes/todo.md"
+echo "learned something" > "$TROVE_MEMORY_ROOT/notes/learned.md"
+if echo "tampered" > "$TROVE_MEMORY_ROOT/team-standards/style.md"; then echo "read-only mount accepted a write" >&2; exit 8; fi
+echo done > "$OUT"
+exit 3
+`
+
+// TestSessionRunFuse runs a session on live FUSE mounts (the default where
+// FUSE works, as on CI).
+func TestSessionRunFuse(t *testing.T) {
+	if why := fuseAvailable(); why != "" {
+		t.Skip("FUSE unavailable: " + why)
+	}
+	data, ids := localStores(t, map[string]map[string]string{
+		"Notes":          {"/todo.md": "- buy tea\n"},
+		"Team Standards": {"/style.md": "tabs\n"},
+	})
+	root := filepath.Join(t.TempDir(), "mem")
+	out := filepath.Join(t.TempDir(), "out")
+	t.Setenv("OUT", out)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	code, _, stderr := syncCLI(t, "session", "run", "--data", data,
+		"--store", "Notes", "--store", "Team Standards:ro",
+		"--root", root, "--mount", "auto", "--", "sh", "-c", fuseAgentScript)
+	if code != 3 {
+		t.Fatalf("exit %d, want the command's 3:\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); strings.TrimSpace(string(b)) != "done" {
+		t.Fatalf("the command did not run to the end:\n%s", stderr)
+	}
+	notes, actors := storeContents(t, data, ids["Notes"])
+	want := map[string]string{"/todo.md": "- buy tea\n", "/learned.md": "learned something\n"}
+	if diff := cmp.Diff(want, notes); diff != "" {
+		t.Errorf("notes store (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors["/learned.md"]); diff != "" {
+		t.Errorf("the agent's write is not one session version: %s", diff)
+	}
+	if std, _ := storeContents(t, data, ids["Team Standards"]); std["/style.md"] != "tabs\n" {
+		t.Errorf("read-only store was written: %q", std["/style.md"])
+	}
+	if _, err := os.Stat(filepath.Join(root, "MEMORY_STORES.md")); err != nil {
+		t.Errorf("no system-prompt note: %v", err)
+	}
+}
+
+func TestSessionRunBadMount(t *testing.T) {
+	code, _, stderr := syncCLI(t, "session", "run", "--store", "x", "--mount", "nfs", "--", "true")
+	if code != 2 || !strings.Contains(stderr, "--mount must be auto, fuse or copy") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
 
