@@ -66,7 +66,7 @@
 //	| writes racing another process          | last writer wins                                   | conditional writes (Version); a str_replace/insert that lost is re-applied to the fresh content if it still applies cleanly (Options.EditAttempts), else "Error: {path} was changed by another writer …" |
 //	| root removed externally                | every call fails with a raw ENOENT                 | re-created (DirFS)                                                            |
 //	| unknown / missing command              | "{cmd} not implemented", prototype names dispatch  | "Error: Unknown command \"{cmd}\": use one of …"                              |
-//	| OS errors                              | raw Node messages with absolute paths              | mapped; anything unexpected is a generic storage error (details to Options.OnInternalError) |
+//	| OS errors                              | raw Node messages with absolute paths              | mapped; a backend's *Refusal shows its message ("Error: The memory store refused the create of …: …"); anything else unexpected is a generic storage error (details to Options.OnInternalError) |
 //
 // Unchanged on purpose: the listing header and format, depth 2, hidden and
 // node_modules skipped (but fully usable), UTF-16 code-unit order of names

@@ -274,9 +274,23 @@ func (t *Tool) touch(ctx context.Context, name string) {
 	}
 }
 
-// internal maps an unexpected storage error to a message without host
-// detail.
+// internal maps a storage error that is none of the FS sentinels: a
+// *Refusal becomes the backend's message, anything else a message without
+// host detail. It is the one place backend errors reach the model.
 func (t *Tool) internal(cmd string, p Path, err error) Result {
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		by := ref.By
+		if by == "" {
+			by = "storage"
+		}
+		msg := "Error: The " + by + " refused the " + cmd + " of " + p.Raw + ": " + strings.TrimSuffix(ref.Message, ".") + "."
+		switch cmd {
+		case "create", "str_replace", "insert":
+			msg += " Nothing was written."
+		}
+		return errorText(msg)
+	}
 	if t.opt.OnInternalError != nil {
 		t.opt.OnInternalError(cmd, err)
 	}

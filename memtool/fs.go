@@ -61,6 +61,44 @@ var (
 	ErrTooLarge = errors.New("memtool: file too large")
 )
 
+// Refusal is the error an FS returns when its storage refuses an operation
+// for a reason the model can understand and act on: an archived or
+// read-only store, a quota, a name or content the storage does not accept.
+// The engine shows it to the model (wherever it appears, possibly wrapped)
+// as
+//
+//	Error: The {By} refused the {command} of {path}: {Message}.
+//
+// followed by " Nothing was written." for create, str_replace and insert,
+// instead of the generic storage-error message. Message must be safe to show
+// to the model: no host paths, credentials or internal detail (those go in
+// Err). Any other unexpected error stays a generic "storage error" (its
+// detail goes to Options.OnInternalError).
+type Refusal struct {
+	// By names the refusing storage ("memory store"); "" means "storage".
+	By string
+	// Message says what was refused and why, e.g. "the store is archived";
+	// a final "." is optional.
+	Message string
+	// Err is the underlying error, for logs and errors.Is/As; it may be nil.
+	Err error
+}
+
+func (e *Refusal) Error() string {
+	by := e.By
+	if by == "" {
+		by = "storage"
+	}
+	s := "memtool: refused by the " + by + ": " + e.Message
+	if e.Err != nil {
+		s += " (" + e.Err.Error() + ")"
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *Refusal) Unwrap() error { return e.Err }
+
 // FS is the storage the engine runs on. Names are relative, slash-separated
 // and already validated by ParsePath ("" is the root, "a/b.md" a file); FS
 // implementations must not accept anything else and must never touch
@@ -75,6 +113,10 @@ var (
 // Implementations must be safe for concurrent use; the engine serialises
 // conflicting operations on overlapping names itself (see Tool), so an FS
 // only needs each single call to be atomic.
+//
+// Besides the sentinel errors listed per method, any method may return a
+// *Refusal, whose message the model sees, or any other error, which the
+// model only sees as a generic storage error.
 type FS interface {
 	// Stat describes name without following a final symbolic link. It
 	// returns ErrNotExist, ErrNotDir or ErrSymlink (an intermediate link).

@@ -11,7 +11,7 @@ import (
 	"github.com/trovehq/trove/memtool/storefs"
 )
 
-// executor is what the benchmark drives: memtool.Tool or storefs.Tool.
+// executor is what the benchmark drives (a memtool.Tool).
 type executor interface {
 	Execute(ctx context.Context, input []byte) memtool.Result
 }
@@ -88,7 +88,7 @@ func (c *counting) DeleteMemory(ctx context.Context, storeID, id, sha string) er
 func benchStore(b *testing.B, ctx context.Context, svc trove.Services) {
 	c := &counting{Services: svc}
 	storeID := newStore(b, ctx, svc)
-	benchCalls(b, ctx, storefs.NewTool(storefs.New(c, storeID, storefs.Options{}), memtool.Options{}), func() { c.n.Store(0) })
+	benchCalls(b, ctx, memtool.New(storefs.New(c, storeID, storefs.Options{}), memtool.Options{}), func() { c.n.Store(0) })
 	b.ReportMetric(float64(c.n.Load())/float64(b.N), "store-calls/call")
 }
 

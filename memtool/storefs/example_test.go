@@ -37,7 +37,7 @@ func Example() {
 
 	// The memory tool over that store: /memories/a.md is the memory /a.md.
 	fsys := storefs.New(svc, store.ID, storefs.Options{Principal: me})
-	tool := storefs.NewTool(fsys, memtool.Options{})
+	tool := memtool.New(fsys, memtool.Options{})
 
 	// Execute takes the input of a memory tool_use block, as Claude sends it.
 	for _, input := range []string{

@@ -12,8 +12,8 @@ import (
 // Mux is a memtool.FS over several stores, each under its own top-level
 // directory (/memories/<slug>/…), as a session's stores are mounted. The
 // mount directories themselves cannot be created, deleted or renamed, and
-// rename does not move memories between stores; those calls return an
-// EINVALID store error (which Tool shows to the model).
+// rename does not move memories between stores; those calls return a
+// *memtool.Refusal (which the engine shows to the model).
 type Mux struct {
 	mounts map[string]*FS
 	slugs  []string
@@ -45,10 +45,9 @@ func (m *Mux) split(name string) (slug string, fs *FS, rest string) {
 	return slug, m.mounts[slug], rest
 }
 
-func refuse(ctx context.Context, format string, args ...any) error {
+func refuse(format string, args ...any) error {
 	err := trove.Errorf(trove.EINVALID, format, args...)
-	noteStoreError(ctx, err)
-	return &storeError{op: "mux", err: err}
+	return &memtool.Refusal{By: refusedBy, Message: err.Message, Err: &storeError{op: "mux", err: err}}
 }
 
 // Stat implements memtool.FS.
@@ -110,7 +109,7 @@ func (m *Mux) WriteFile(ctx context.Context, name string, data []byte, ifMatch m
 		}
 		return "", memtool.ErrIsDir
 	case fs == nil:
-		return "", refuse(ctx, "files can only be written inside a store's directory: %s", m.mountList())
+		return "", refuse("files can only be written inside a store's directory: %s", m.mountList())
 	}
 	return fs.WriteFile(ctx, rest, data, ifMatch)
 }
@@ -122,7 +121,7 @@ func (m *Mux) Remove(ctx context.Context, name string) error {
 	case fs == nil:
 		return memtool.ErrNotExist
 	case rest == "":
-		return refuse(ctx, "a store's directory cannot be deleted; delete the files inside it instead")
+		return refuse("a store's directory cannot be deleted; delete the files inside it instead")
 	}
 	return fs.Remove(ctx, rest)
 }
@@ -135,13 +134,13 @@ func (m *Mux) Rename(ctx context.Context, oldname, newname string) error {
 	case ofs == nil:
 		return memtool.ErrNotExist
 	case orest == "":
-		return refuse(ctx, "a store's directory cannot be renamed")
+		return refuse("a store's directory cannot be renamed")
 	case nfs != nil && nrest == "":
 		return memtool.ErrExist
 	case nfs == nil:
-		return refuse(ctx, "files can only be moved inside a store's directory: %s", m.mountList())
+		return refuse("files can only be moved inside a store's directory: %s", m.mountList())
 	case oslug != ns:
-		return refuse(ctx, "memories cannot be moved between stores; create the file in the other store and delete this one")
+		return refuse("memories cannot be moved between stores; create the file in the other store and delete this one")
 	}
 	return ofs.Rename(ctx, orest, nrest)
 }

@@ -120,8 +120,7 @@ func (f *FS) validName(name string) error {
 	return trove.ValidatePath(memPath(name), f.limits.MaxPathBytes, f.limits.MaxPathSegments)
 }
 
-// storeError wraps a store error so the engine sees a Go error while Tool can
-// recover the store's client-safe message.
+// storeError wraps a store error with the operation that failed (for logs).
 type storeError struct {
 	op  string
 	err error
@@ -130,9 +129,24 @@ type storeError struct {
 func (e *storeError) Error() string { return "storefs: " + e.op + ": " + e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-func (f *FS) fail(ctx context.Context, op string, err error) error {
-	noteStoreError(ctx, err)
-	return &storeError{op: op, err: err}
+// refusedBy names the store in the model's message for a refusal.
+const refusedBy = "memory store"
+
+// fail wraps a store error from op. A refusal the model can act on (an
+// invalid path or content, an archived store, a limit, missing access, a
+// store that does not exist) becomes a *memtool.Refusal carrying the store's
+// client-safe message; anything else (unavailable, internal) stays an
+// opaque error, which the model sees as a generic storage error.
+func (f *FS) fail(op string, err error) error {
+	se := &storeError{op: op, err: err}
+	var te *trove.Error
+	if errors.As(err, &te) {
+		switch te.Code {
+		case trove.EINVALID, trove.EFORBIDDEN, trove.ETOOLARGE, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
+			return &memtool.Refusal{By: refusedBy, Message: te.Message, Err: se}
+		}
+	}
+	return se
 }
 
 // ---- lookups ----
@@ -165,7 +179,7 @@ func (f *FS) lookup(ctx context.Context, name string, content bool) (*trove.Memo
 			}
 			continue // deleted between the scan and the read: scan again
 		case err != nil:
-			return nil, f.fail(ctx, "get memory", err)
+			return nil, f.fail("get memory", err)
 		case m.Path != p:
 			f.forget(p, id) // renamed away
 			f.remember(m.Path, m.ID)
@@ -173,7 +187,7 @@ func (f *FS) lookup(ctx context.Context, name string, content bool) (*trove.Memo
 		}
 		return m, nil
 	}
-	return nil, f.fail(ctx, "lookup", trove.Errorf(trove.EUNAVAILABLE, "the memory at %s kept changing while it was read", p))
+	return nil, f.fail("lookup", trove.Errorf(trove.EUNAVAILABLE, "the memory at %s kept changing while it was read", p))
 }
 
 func (f *FS) forget(p, id string) {
@@ -213,7 +227,7 @@ func (f *FS) list(ctx context.Context, prefix string, depth int, fn func(trove.M
 			PathPrefix: prefix, Depth: depth, Limit: f.limits.MaxPageSize, Cursor: cursor, View: trove.ViewBasic,
 		})
 		if err != nil {
-			return f.fail(ctx, "list memories", err)
+			return f.fail("list memories", err)
 		}
 		for _, it := range page.Data {
 			if it.Memory != nil {
@@ -236,7 +250,7 @@ func (f *FS) hasChildren(ctx context.Context, name string) (bool, error) {
 		PathPrefix: prefixOf(name), Depth: 1, Limit: 1, View: trove.ViewBasic,
 	})
 	if err != nil {
-		return false, f.fail(ctx, "list memories", err)
+		return false, f.fail("list memories", err)
 	}
 	return len(page.Data) > 0, nil
 }
@@ -455,7 +469,7 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 // (memtool.ErrConflict if the content changed or the memory is gone,
 // memtool.ErrIsDir for a directory). Other store refusals (archived store,
 // memory limit, invalid path or content, read-only access) are returned as
-// errors wrapping the *trove.Error.
+// a *memtool.Refusal wrapping the *trove.Error.
 func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch memtool.Version) (memtool.Version, error) {
 	ctx = f.with(ctx)
 	if name == "" {
@@ -465,7 +479,7 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 		return "", memtool.ErrIsDir
 	}
 	if err := f.validName(name); err != nil {
-		return "", f.fail(ctx, "write", err)
+		return "", f.fail("write", err)
 	}
 	content := string(data)
 	p := memPath(name)
@@ -512,7 +526,7 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 		f.forget(p, m.ID)
 		return "", memtool.ErrConflict
 	default:
-		return "", f.fail(ctx, "update", err)
+		return "", f.fail("update", err)
 	}
 	f.remember(u.Path, u.ID)
 	return memtool.Version(u.SHA256), nil
@@ -553,7 +567,7 @@ func (f *FS) clearAbove(name string) {
 func (f *FS) pathConflict(ctx context.Context, op, name string, err error) error {
 	var te *trove.Error
 	if !errors.As(err, &te) || te.Code != trove.EPATHCONFLICT {
-		return f.fail(ctx, op, err)
+		return f.fail(op, err)
 	}
 	p := memPath(name)
 	if te.ConflictingPath != "" && te.ConflictingPath != p && strings.HasPrefix(p, te.ConflictingPath+"/") {
@@ -588,7 +602,7 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 				f.forget(m.Path, m.ID)
 				return memtool.ErrNotExist
 			}
-			return f.fail(ctx, "delete", err)
+			return f.fail("delete", err)
 		}
 		f.forget(m.Path, m.ID)
 		f.rememberEmpty(name)
@@ -606,7 +620,7 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 		for _, v := range victims {
 			err := f.svc.DeleteMemory(ctx, f.storeID, v.ID, "")
 			if err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
-				return f.fail(ctx, "delete", err)
+				return f.fail("delete", err)
 			}
 			f.forget(v.Path, v.ID)
 		}
@@ -633,7 +647,7 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 		if ok, _, _ := f.classify(ctx, oldname, false); ok == kNone || ok == kInvalid {
 			return memtool.ErrNotExist
 		}
-		return f.fail(ctx, "rename", err)
+		return f.fail("rename", err)
 	}
 	nk, _, err := f.classify(ctx, newname, false)
 	if err != nil {
@@ -689,7 +703,7 @@ func (f *FS) renameDir(ctx context.Context, oldname, newname string) error {
 	for _, m := range moving {
 		np := newP + strings.TrimPrefix(m.Path, oldP)
 		if err := f.validName(strings.TrimPrefix(np, "/")); err != nil {
-			fail = f.fail(ctx, "rename", err)
+			fail = f.fail("rename", err)
 			break
 		}
 		u, err := f.svc.UpdateMemory(ctx, f.storeID, m.ID, trove.UpdateMemoryParams{Path: &np})

@@ -39,11 +39,11 @@ func rename(o, n string) []byte {
 }
 
 // newTool returns a tool for the agent acting through svc on storeID.
-func newTool(svc trove.Services, storeID string) *storefs.Tool {
-	return storefs.NewTool(storefs.New(svc, storeID, storefs.Options{}), memtool.Options{})
+func newTool(svc trove.Services, storeID string) *memtool.Tool {
+	return memtool.New(storefs.New(svc, storeID, storefs.Options{}), memtool.Options{})
 }
 
-func mustOK(t *testing.T, ctx context.Context, tool *storefs.Tool, input []byte) string {
+func mustOK(t *testing.T, ctx context.Context, tool *memtool.Tool, input []byte) string {
 	t.Helper()
 	r := tool.Execute(ctx, input)
 	if r.IsError {
@@ -380,7 +380,7 @@ func TestMux(t *testing.T) {
 		"prefs": storefs.New(svc, s1, storefs.Options{}),
 		"work":  storefs.New(svc, s2, storefs.Options{}),
 	})
-	tool := storefs.NewTool(mux, memtool.Options{})
+	tool := memtool.New(mux, memtool.Options{})
 	mustOK(t, ctx, tool, create("/memories/work/todo.md", "ship it"))
 	if got, _ := content(t, ctx, svc, s2, "/todo.md"); got != "ship it" {
 		t.Errorf("work store holds %q", got)

@@ -57,7 +57,7 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 					return fmt.Errorf("agent: %w", err)
 				}
 				defer closeStore()
-				tool = st.Engine()
+				tool = st
 			} else {
 				fsys, err := memtool.NewDirFS(root)
 				if err != nil {

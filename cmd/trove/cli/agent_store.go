@@ -21,7 +21,7 @@ import (
 //		tool, closeStore, err := st.open(e.ctx, cmd, memtool.Options{})
 //		...
 //		defer closeStore()
-//		runner.Tool = tool.Engine()        // or tool.Execute where an executor is taken
+//		runner.Tool = tool
 //	}
 type agentStore struct {
 	sf  storeFlags
@@ -37,13 +37,13 @@ func (a *agentStore) register(cmd *cobra.Command) {
 // enabled reports whether --store was given.
 func (a *agentStore) enabled() bool { return a.ref != "" }
 
-// open resolves the store and returns the memory tool over it (storefs.Tool:
-// conditional writes, edits re-applied after a lost race, store refusals
-// shown to the model), with the function that releases the database or
-// connection. Every write is a version attributed to the local key in
+// open resolves the store and returns the memory tool over it (conditional
+// writes, edits re-applied after a lost race, store refusals shown to the
+// model: all done by the engine over storefs), with the function that
+// releases the database or connection. Every write is a version attributed to the local key in
 // <data>/api_key, or to the remote credential (TROVE_API_KEY). It returns a
 // clean error for an unknown, ambiguous or archived store.
-func (a *agentStore) open(ctx context.Context, cmd *cobra.Command, opt memtool.Options) (*storefs.Tool, func() error, error) {
+func (a *agentStore) open(ctx context.Context, cmd *cobra.Command, opt memtool.Options) (*memtool.Tool, func() error, error) {
 	svc, p, closeSvc, err := a.sf.openServices(ctx, cmd)
 	if err != nil {
 		return nil, nil, err
@@ -61,5 +61,5 @@ func (a *agentStore) open(ctx context.Context, cmd *cobra.Command, opt memtool.O
 		return nil, nil, err
 	}
 	fsys := storefs.New(svc, stores[0].ID, storefs.Options{Principal: p})
-	return storefs.NewTool(fsys, opt), closeSvc, nil
+	return memtool.New(fsys, opt), closeSvc, nil
 }

@@ -60,8 +60,8 @@ func TestAgentStore(t *testing.T) {
 			t.Fatalf("open(%q): %v", tt.ref, err)
 		}
 		in, _ := json.Marshal(map[string]any{"command": "create", "path": "/memories/" + tt.ref[:5] + ".md", "file_text": "hi"})
-		// The runner gets the bare engine: it must still carry the principal.
-		if r := tool.Engine().Execute(context.Background(), in); r.IsError {
+		// The engine must carry the principal itself.
+		if r := tool.Execute(context.Background(), in); r.IsError {
 			t.Errorf("create via %q: %s", tt.ref, r.String())
 		}
 		closeStore()
