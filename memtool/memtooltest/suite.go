@@ -7,6 +7,10 @@
 //		memtooltest.Run(t, func(t *testing.T) memtool.FS { return newBackend(t) })
 //	}
 //
+// A backend that cannot hold every file (only UTF-8 text, or a size limit)
+// declares it with RunWith and Capabilities: the cases that cannot apply are
+// adapted to check the backend's refusal instead, never skipped.
+//
 // The suite assumes nothing about empty directories persisting (a store
 // backend only has directories implied by file names) and nothing about
 // symbolic links (backend-specific).
@@ -22,6 +26,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -96,15 +101,16 @@ const (
 )
 
 type tcase struct {
-	name   string
-	opts   memtool.Options
-	files  map[string]string // written with FS.WriteFile first (bytes the JSON input cannot carry)
-	setup  [][]byte          // each must succeed
-	input  []byte
-	want   string
-	isErr  bool
-	tree   map[string]string // if non-nil, the files afterwards
-	absent []string          // relative names that must not exist afterwards
+	name    string
+	refused string // set by adapt: the result must be the backend's refusal of this "command path"
+	opts    memtool.Options
+	files   map[string]string // written with FS.WriteFile first (bytes the JSON input cannot carry)
+	setup   [][]byte          // each must succeed
+	input   []byte
+	want    string
+	isErr   bool
+	tree    map[string]string // if non-nil, the files afterwards
+	absent  []string          // relative names that must not exist afterwards
 }
 
 // pngBytes is a minimal PNG signature followed by junk (only the magic is
@@ -515,16 +521,105 @@ func cases() []tcase {
 	}
 }
 
-// Run runs the whole suite; newFS must return a new, empty FS each call.
+// Capabilities describe what a backend cannot store; the zero value is a
+// backend that holds any bytes of any size (a directory, memory).
+type Capabilities struct {
+	// TextOnly: the backend holds only valid UTF-8 content and refuses
+	// anything else with a *memtool.Refusal (a memory store). Images then
+	// cannot exist: the image cases check that writing one is refused and
+	// that view reports the path missing.
+	TextOnly bool
+	// MaxFileBytes, if positive, is the largest content the backend holds;
+	// a larger write is refused with a *memtool.Refusal. The cases that need
+	// bigger files (the 999,999-line limit) check the refusal instead and
+	// view a file of exactly MaxFileBytes bytes.
+	MaxFileBytes int
+}
+
+// Run runs the whole suite for a backend without storage restrictions;
+// newFS must return a new, empty FS each call.
 func Run(t *testing.T, newFS func(t *testing.T) memtool.FS) {
-	t.Run("Commands", func(t *testing.T) { runCases(t, newFS) })
-	t.Run("LineLimit", func(t *testing.T) { testLineLimit(t, newFS) })
+	RunWith(t, newFS, Capabilities{})
+}
+
+// RunWith runs the whole suite for a backend with the restrictions caps;
+// newFS must return a new, empty FS each call.
+func RunWith(t *testing.T, newFS func(t *testing.T) memtool.FS, caps Capabilities) {
+	t.Run("Commands", func(t *testing.T) { runCases(t, newFS, caps) })
+	t.Run("LineLimit", func(t *testing.T) { testLineLimit(t, newFS, caps) })
 	t.Run("Truncation", func(t *testing.T) { testTruncation(t, newFS) })
 	t.Run("Contract", func(t *testing.T) { testContract(t, newFS) })
 	t.Run("Conflict", func(t *testing.T) { testConflict(t, newFS) })
-	t.Run("ImageContent", func(t *testing.T) { testImage(t, newFS) })
+	t.Run("ImageContent", func(t *testing.T) { testImage(t, newFS, caps) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, newFS) })
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, newFS) })
+}
+
+// holds reports whether the backend can store content.
+func (c Capabilities) holds(content string) bool {
+	return (!c.TextOnly || utf8.ValidString(content)) && (c.MaxFileBytes <= 0 || len(content) <= c.MaxFileBytes)
+}
+
+// adapt rewrites a case the backend cannot run as is: a view of a file the
+// backend cannot hold finds nothing (runCases checks that writing it was
+// refused), and a create of content it cannot hold must be refused by the
+// backend.
+func (c Capabilities) adapt(tc tcase) tcase {
+	var in struct {
+		Command  string `json:"command"`
+		Path     string `json:"path"`
+		FileText string `json:"file_text"`
+	}
+	_ = json.Unmarshal(tc.input, &in)
+	for _, content := range tc.files {
+		if !c.holds(content) && in.Command == "view" {
+			tc.want, tc.isErr = "The path "+in.Path+" does not exist. Please provide a valid path.", true
+			tc.tree = nil
+		}
+	}
+	maxSize := tc.opts.MaxFileSize
+	if maxSize == 0 {
+		maxSize = memtool.DefaultMaxFileSize
+	}
+	if in.Command == "create" && !c.holds(in.FileText) && (maxSize < 0 || int64(len(in.FileText)) <= maxSize) {
+		tc.refused, tc.want, tc.isErr, tc.tree = "create "+in.Path, "", true, nil
+	}
+	return tc
+}
+
+// checkRefused checks that r is the engine's rendering of a backend's
+// *memtool.Refusal of cmdPath ("create /memories/x"): the refuser, the
+// command, the path, a message and the no-write note.
+func checkRefused(t *testing.T, r memtool.Result, cmdPath string) {
+	t.Helper()
+	cmd, path, _ := strings.Cut(cmdPath, " ")
+	prefix := " refused the " + cmd + " of " + path + ": "
+	text := r.String()
+	_, msg, found := strings.Cut(text, prefix)
+	if !r.IsError || !strings.HasPrefix(text, "Error: The ") || !found || len(msg) <= len(". Nothing was written.") || !strings.HasSuffix(msg, ". Nothing was written.") {
+		t.Errorf("got IsError=%v %q, want the backend's refusal: \"Error: The {backend}%s{message}. Nothing was written.\"", r.IsError, text, prefix)
+	}
+}
+
+// writeFile stores content at name directly; content the backend cannot hold
+// must be refused with a *memtool.Refusal, and then writeFile reports false.
+func writeFile(t *testing.T, fsys memtool.FS, caps Capabilities, name, content string) bool {
+	t.Helper()
+	_, err := fsys.WriteFile(context.Background(), name, []byte(content), "")
+	if caps.holds(content) {
+		if err != nil {
+			t.Fatalf("WriteFile(%q): %v", name, err)
+		}
+		return true
+	}
+	var ref *memtool.Refusal
+	if !errors.As(err, &ref) || ref.Message == "" {
+		t.Fatalf("WriteFile(%q) of %d bytes the backend cannot hold = %v, want a *memtool.Refusal with a message", name, len(content), err)
+	}
+	if _, err := fsys.Stat(context.Background(), name); !errors.Is(err, memtool.ErrNotExist) {
+		t.Fatalf("after the refused WriteFile(%q): Stat err = %v, want ErrNotExist", name, err)
+	}
+	return false
 }
 
 func mustOK(t *testing.T, tool *memtool.Tool, in []byte) memtool.Result {
@@ -536,21 +631,22 @@ func mustOK(t *testing.T, tool *memtool.Tool, in []byte) memtool.Result {
 	return r
 }
 
-func runCases(t *testing.T, newFS func(t *testing.T) memtool.FS) {
+func runCases(t *testing.T, newFS func(t *testing.T) memtool.FS, caps Capabilities) {
 	for _, tc := range cases() {
+		tc = caps.adapt(tc)
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := newFS(t)
 			tool := memtool.New(fsys, tc.opts)
 			for name, content := range tc.files {
-				if _, err := fsys.WriteFile(context.Background(), name, []byte(content), ""); err != nil {
-					t.Fatalf("WriteFile(%q): %v", name, err)
-				}
+				writeFile(t, fsys, caps, name, content)
 			}
 			for _, in := range tc.setup {
 				mustOK(t, tool, in)
 			}
 			r := tool.Execute(context.Background(), tc.input)
-			if diff := cmp.Diff(tc.want, r.String()); diff != "" {
+			if tc.refused != "" {
+				checkRefused(t, r, tc.refused)
+			} else if diff := cmp.Diff(tc.want, r.String()); diff != "" {
 				t.Errorf("Execute(%s) content mismatch (-want +got):\n%s", tc.input, diff)
 			}
 			if r.IsError != tc.isErr {
@@ -570,16 +666,31 @@ func runCases(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 	}
 }
 
-func testLineLimit(t *testing.T, newFS func(t *testing.T) memtool.FS) {
+func testLineLimit(t *testing.T, newFS func(t *testing.T) memtool.FS, caps Capabilities) {
 	ctx := context.Background()
+	if !caps.holds(strings.Repeat("\n", 1000000)) {
+		// The backend cannot hold a file with that many lines: the largest
+		// file it holds views fine, one byte more is refused, directly and
+		// through create (the engine's own size limit lifted).
+		fsys := newFS(t)
+		tool := memtool.New(fsys, memtool.Options{MaxFileSize: -1})
+		writeFile(t, fsys, caps, "max.txt", strings.Repeat("\n", caps.MaxFileBytes))
+		if r := tool.Execute(ctx, view("/memories/max.txt")); r.IsError {
+			t.Errorf("view of a %d-byte file: %.200s", caps.MaxFileBytes, r.String())
+		}
+		writeFile(t, fsys, caps, "big.txt", strings.Repeat("\n", caps.MaxFileBytes+1))
+		checkRefused(t, tool.Execute(ctx, create("/memories/big.txt", strings.Repeat("\n", caps.MaxFileBytes+1))), "create /memories/big.txt")
+		if _, err := fsys.Stat(ctx, "big.txt"); !errors.Is(err, memtool.ErrNotExist) {
+			t.Errorf("after the refused create: Stat err = %v, want ErrNotExist", err)
+		}
+		return
+	}
 	for _, tc := range []struct {
 		lines int
 		isErr bool
 	}{{999999, false}, {1000000, true}} {
 		fsys := newFS(t)
-		if _, err := fsys.WriteFile(ctx, "big.txt", []byte(strings.Repeat("\n", tc.lines)), ""); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, fsys, caps, "big.txt", strings.Repeat("\n", tc.lines))
 		r := memtool.New(fsys, memtool.Options{}).Execute(ctx, view("/memories/big.txt"))
 		if r.IsError != tc.isErr {
 			t.Errorf("%d lines: IsError = %v, want %v (%.200s)", tc.lines, r.IsError, tc.isErr, r.String())
@@ -650,11 +761,17 @@ func testTruncation(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 	}
 }
 
-func testImage(t *testing.T, newFS func(t *testing.T) memtool.FS) {
+func testImage(t *testing.T, newFS func(t *testing.T) memtool.FS, caps Capabilities) {
 	fsys := newFS(t)
 	tool := memtool.New(fsys, memtool.Options{})
-	if _, err := fsys.WriteFile(context.Background(), "p.png", []byte(pngBytes), ""); err != nil {
-		t.Fatal(err)
+	if !writeFile(t, fsys, caps, "p.png", pngBytes) {
+		// A text-only backend refused the image (checked by writeFile):
+		// there is nothing to view.
+		r := tool.Execute(context.Background(), view("/memories/p.png"))
+		if diff := cmp.Diff("The path /memories/p.png does not exist. Please provide a valid path.", r.String()); diff != "" || !r.IsError {
+			t.Errorf("view of the refused image IsError=%v (-want +got):\n%s", r.IsError, diff)
+		}
+		return
 	}
 	r := mustOK(t, tool, view("/memories/p.png"))
 	want := []memtool.Block{{Type: memtool.BlockImage, MediaType: "image/png", Data: base64.StdEncoding.EncodeToString([]byte(pngBytes))}}

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/memtool"
@@ -480,6 +481,12 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 	}
 	if err := f.validName(name); err != nil {
 		return "", f.fail("write", err)
+	}
+	if !utf8.Valid(data) {
+		// Checked here, not only by the store: over HTTP the JSON encoding
+		// would silently replace the invalid bytes with U+FFFD and store
+		// different content.
+		return "", f.fail("write", trove.Errorf(trove.EINVALID, "content must be valid UTF-8 text"))
 	}
 	content := string(data)
 	p := memPath(name)
