@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/fusefs"
-	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/vfs"
 )
 
@@ -70,7 +68,6 @@ session. Needs /dev/fuse (root, or fusermount3 for other users).`,
 }
 
 func runMount(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, dir string, refresh time.Duration, allowOther, debug bool) error {
-	ctx := e.ctx
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -78,71 +75,19 @@ func runMount(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, dir str
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return &exitError{code: 2, err: fmt.Errorf("mount: %s is not a directory", dir)}
 	}
-	svc, p, closeFn, err := sf.openServices(ctx, cmd)
+	sess, end, err := startSession(e, cmd, sf, "mount", refs, nil)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	if p != nil {
-		ctx = trove.WithPrincipal(ctx, p)
-	}
-	sessions, ok := svc.(trove.SessionService)
-	if !ok {
-		return errors.New("mount: this backend cannot create sessions")
-	}
-	var names []string
-	var access []trove.Access
-	for _, r := range refs {
-		ref, ro, err := parseStoreRef(r)
-		if err != nil {
-			return err
-		}
-		names = append(names, ref)
-		access = append(access, map[bool]trove.Access{true: trove.AccessReadOnly, false: trove.AccessReadWrite}[ro])
-	}
-	stores, _, err := resolveStores(ctx, svc, names)
-	if err != nil {
-		return err
-	}
-	attach := make([]trove.AttachStoreParams, len(stores))
-	for i, st := range stores {
-		attach[i] = trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
-	}
-	sess, token, err := sessions.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
-	if err != nil {
-		return err
-	}
-	endCtx := context.WithoutCancel(ctx)
-	defer func() {
-		if _, err := sessions.EndSession(endCtx, sess.ID); err != nil {
-			fmt.Fprintf(e.stderr, "trove: ending session %s: %s\n", sess.ID, trove.ErrorMessage(err))
-		}
-	}()
-
-	// Everything the mount does acts with the session's own credential.
-	var sessSvc trove.Services
-	var sp *trove.Principal
-	if sf.url != "" {
-		sessSvc = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
-		// Not sent (the client carries the token); names conflict copies.
-		sp = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
-	} else {
-		auth, ok := svc.(trove.Authenticator)
-		if !ok {
-			return errors.New("mount: this backend cannot authenticate session tokens")
-		}
-		if sp, err = auth.Authenticate(ctx, token); err != nil {
-			return err
-		}
-		sessSvc = svc
-	}
-	cfg := vfs.Config{Services: sessSvc, Principal: sp, Refresh: refresh, Logger: cliLogger(e.stderr, debug)}
+	defer end()
+	// Everything the mount does acts with the session's own credential,
+	// until the last upload after the signal.
+	endCtx := context.WithoutCancel(sess.Ctx)
+	cfg := vfs.Config{Services: sess.Services, Principal: sess.Principal, Refresh: refresh, Logger: cliLogger(e.stderr, debug)}
 	for _, ss := range sess.Stores {
-		cfg.Stores = append(cfg.Stores, vfs.StoreConfig{
-			StoreID: ss.StoreID, Name: path.Base(ss.MountPath), ReadOnly: ss.Access == trove.AccessReadOnly,
-		})
+		cfg.Stores = append(cfg.Stores, vfsStore(ss))
 	}
-	v, err := vfs.New(trove.WithPrincipal(endCtx, sp), cfg)
+	v, err := vfs.New(endCtx, cfg)
 	if err != nil {
 		return err
 	}
@@ -159,32 +104,37 @@ func runMount(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, dir str
 	}
 	fmt.Fprintf(e.stderr, "trove: session %s: %d store(s) mounted at %s; SIGINT/SIGTERM unmounts\n", sess.ID, len(cfg.Stores), dir)
 
-	<-ctx.Done()
-	if err := unmountRetry(e, srv, 10*time.Second); err != nil {
-		return err
+	<-sess.Ctx.Done()
+	const wait = 10 * time.Second
+	if err := unmountRetry(srv, wait, func() { fmt.Fprintf(e.stderr, "trove: %s is busy; retrying for %v\n", dir, wait) }); err != nil {
+		return fmt.Errorf("mount: %w (close the files and shells using it, then run fusermount3 -u %s)", err, dir)
 	}
+	fmt.Fprintf(e.stderr, "trove: unmounted %s\n", dir)
 	// Temporary files never renamed are uploaded now, not lost.
-	return v.Close(trove.WithPrincipal(endCtx, sp))
+	return v.Close(endCtx)
 }
 
 // unmountRetry unmounts srv, retrying while the mount is busy (a shell may
-// still sit in it) for at most wait.
-func unmountRetry(e *env, srv *fusefs.Server, wait time.Duration) error {
+// still sit in it) for at most wait. busy, if not nil, is called once, at
+// the first retry.
+func unmountRetry(srv *fusefs.Server, wait time.Duration, busy func()) error {
 	deadline := time.Now().Add(wait)
 	for i := 0; ; i++ {
 		err := srv.Unmount()
-		if err == nil {
-			fmt.Fprintf(e.stderr, "trove: unmounted %s\n", srv.Dir())
-			return nil
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("mount: %w (close the files and shells using it, then run fusermount3 -u %s)", err, srv.Dir())
-		}
-		if i == 0 {
-			fmt.Fprintf(e.stderr, "trove: %s is busy; retrying for %v\n", srv.Dir(), wait)
+		if i == 0 && busy != nil {
+			busy()
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// vfsStore is the vfs configuration of an attached store: its directory is
+// the last element of its mount path.
+func vfsStore(ss trove.SessionStore) vfs.StoreConfig {
+	return vfs.StoreConfig{StoreID: ss.StoreID, Name: path.Base(ss.MountPath), ReadOnly: ss.Access == trove.AccessReadOnly}
 }
 
 // fuseMounter mounts one attached store at its directory with FUSE: the
@@ -234,7 +184,7 @@ func (m fuseMounter) Mount(ctx context.Context, spec mountSpec) (mount, error) {
 	}
 	v, err := vfs.New(ctx, vfs.Config{
 		Services: spec.Services, Principal: p, Flat: true, Refresh: m.Refresh, Logger: log,
-		Stores: []vfs.StoreConfig{{StoreID: spec.Store.StoreID, Name: path.Base(spec.Store.MountPath), ReadOnly: spec.Store.Access == trove.AccessReadOnly}},
+		Stores: []vfs.StoreConfig{vfsStore(spec.Store)},
 	})
 	if err != nil {
 		return nil, err
@@ -258,18 +208,9 @@ func (m *fuseMount) Close() error { return m.stop() }
 
 func (m *fuseMount) stop() error {
 	m.once.Do(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := m.srv.Unmount()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				m.err = err
-				m.log.Error("trove: unmount failed", "dir", m.srv.Dir(), "err", err)
-				return
-			}
-			time.Sleep(250 * time.Millisecond)
+		if m.err = unmountRetry(m.srv, 10*time.Second, nil); m.err != nil {
+			m.log.Error("trove: unmount failed", "dir", m.srv.Dir(), "err", m.err)
+			return
 		}
 		m.err = m.v.Close(m.ctx)
 	})

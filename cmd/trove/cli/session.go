@@ -219,71 +219,105 @@ func chooseMounter(mode string, stderr io.Writer) (mounter, error) {
 	return nil, fmt.Errorf("session run: --mount must be auto, fuse or copy, not %q", mode)
 }
 
-func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string, root, state string, interval time.Duration, verbose bool, args []string, mnt mounter) error {
+// cliSession is a session a command created, with what acts as it.
+type cliSession struct {
+	*trove.Session
+	// Token is the session's own credential.
+	Token string
+	// Services act with the session's credential: a client holding Token
+	// for a server, the local services otherwise.
+	Services trove.Services
+	// Principal is the session's: authenticated from Token for a local
+	// database; for a server it is not sent (the client carries the token)
+	// and only names conflict copies.
+	Principal *trove.Principal
+	// Ctx is the command's context carrying Principal.
+	Ctx context.Context
+}
+
+// startSession opens the services sf chooses, resolves refs
+// ("NAME_OR_ID[:ro]"), and creates a session with those stores attached,
+// instr[i] (if any) as the instructions of the i-th. The returned function
+// ends the session with a context that survives the command's (reporting a
+// failure on e.stderr), then closes the services; call it once done. cmdName
+// prefixes the errors of a backend without sessions.
+func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, refs, instr []string) (*cliSession, func(), error) {
 	ctx := e.ctx
 	svc, p, closeFn, err := sf.openServices(ctx, cmd)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer closeFn()
 	if p != nil {
 		ctx = trove.WithPrincipal(ctx, p)
 	}
+	cleanup := func() { closeFn() }
+	fail := func(err error) (*cliSession, func(), error) {
+		cleanup()
+		return nil, nil, err
+	}
 	sessions, ok := svc.(trove.SessionService)
 	if !ok {
-		return errors.New("session run: this backend cannot create sessions")
+		return fail(fmt.Errorf("%s: this backend cannot create sessions", cmdName))
 	}
-	var names []string
-	var access []trove.Access
-	for _, r := range refs {
+	names := make([]string, len(refs))
+	access := make([]trove.Access, len(refs))
+	for i, r := range refs {
 		ref, ro, err := parseStoreRef(r)
 		if err != nil {
-			return err
+			return fail(err)
 		}
-		names = append(names, ref)
-		access = append(access, map[bool]trove.Access{true: trove.AccessReadOnly, false: trove.AccessReadWrite}[ro])
+		names[i], access[i] = ref, trove.AccessReadWrite
+		if ro {
+			access[i] = trove.AccessReadOnly
+		}
 	}
 	stores, _, err := resolveStores(ctx, svc, names)
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	var attach []trove.AttachStoreParams
+	attach := make([]trove.AttachStoreParams, len(stores))
 	for i, st := range stores {
-		a := trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
+		attach[i] = trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
 		if i < len(instr) {
-			a.Instructions = instr[i]
+			attach[i].Instructions = instr[i]
 		}
-		attach = append(attach, a)
 	}
 	sess, token, err := sessions.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	// The session ends whatever happens, with a context that survives the
-	// signal that may have stopped us.
+	// The session ends whatever happens, even after the signal that stopped
+	// the command.
 	endCtx := context.WithoutCancel(ctx)
-	defer func() {
+	cleanup = func() {
 		if _, err := sessions.EndSession(endCtx, sess.ID); err != nil {
 			fmt.Fprintf(e.stderr, "trove: ending session %s: %s\n", sess.ID, trove.ErrorMessage(err))
 		}
-	}()
-
-	// The session's own credential for everything the mounts do.
-	var sessSvc trove.Services
-	sctx := ctx
+		closeFn()
+	}
+	cs := &cliSession{Session: sess, Token: token, Services: svc}
 	if sf.url != "" {
-		sessSvc = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
+		cs.Services = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
+		cs.Principal = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
 	} else {
 		auth, ok := svc.(trove.Authenticator)
 		if !ok {
-			return errors.New("session run: this backend cannot authenticate session tokens")
+			return fail(fmt.Errorf("%s: this backend cannot authenticate session tokens", cmdName))
 		}
-		sp, err := auth.Authenticate(ctx, token)
-		if err != nil {
-			return err
+		if cs.Principal, err = auth.Authenticate(ctx, token); err != nil {
+			return fail(err)
 		}
-		sessSvc, sctx = svc, trove.WithPrincipal(ctx, sp)
 	}
+	cs.Ctx = trove.WithPrincipal(ctx, cs.Principal)
+	return cs, cleanup, nil
+}
+
+func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string, root, state string, interval time.Duration, verbose bool, args []string, mnt mounter) error {
+	sess, end, err := startSession(e, cmd, sf, "session run", refs, instr)
+	if err != nil {
+		return err
+	}
+	defer end()
 
 	if root == "" {
 		root = filepath.Join(os.TempDir(), "trove-"+sess.ID)
@@ -310,9 +344,9 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 			return fmt.Errorf("session run: %s already exists and is not empty; remove it or choose another --root", dir)
 		}
-		m, err := mnt.Mount(sctx, mountSpec{
+		m, err := mnt.Mount(sess.Ctx, mountSpec{
 			Store: ss, Dir: dir, StateDir: filepath.Join(state, ss.StoreID), SessionID: sess.ID,
-			Services: sessSvc, Interval: interval, Logger: log,
+			Services: sess.Services, Interval: interval, Logger: log,
 		})
 		if err != nil {
 			return err
@@ -327,7 +361,7 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string
 	fmt.Fprintf(e.stderr, "trove: session %s: %d store(s) under %s\n", sess.ID, len(mounts), root)
 
 	// Keep the stores in sync while CMD runs.
-	runCtx, stopSync := context.WithCancel(sctx)
+	runCtx, stopSync := context.WithCancel(sess.Ctx)
 	var wg sync.WaitGroup
 	for i, m := range mounts {
 		wg.Add(1)
@@ -342,7 +376,7 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string
 	}
 	child := exec.CommandContext(e.ctx, args[0], args[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = e.stdin, e.stdout, e.stderr
-	child.Env = sessionEnv(os.Environ(), token, sess.ID, root, note)
+	child.Env = sessionEnv(os.Environ(), sess.Token, sess.ID, root, note)
 	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
 	child.WaitDelay = 10 * time.Second
 	runErr := child.Run()
