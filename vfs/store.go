@@ -162,11 +162,7 @@ func (s *store) dropFile(rel string) {
 	delete(s.files, rel)
 	s.countDirs(rel, -1)
 	s.sorted = nil
-	for d := parentOf(rel); d != ""; d = parentOf(d) {
-		if s.dirCount[d] == 0 {
-			s.vdirs[d] = true
-		}
-	}
+	s.keepParents(rel)
 }
 
 // kind classifies rel: 'f' file, 'd' directory, 0 absent. Called with s.mu
@@ -249,12 +245,11 @@ func (s *store) stat(ctx context.Context, rel string) (Attr, error) {
 
 // attrOf describes rel of kind k. Called with s.mu held.
 func (s *store) attrOf(rel string, k byte) Attr {
+	if rel == "" {
+		return s.rootAttr()
+	}
 	if k == 'd' {
-		a := Attr{Name: baseOf(rel), Dir: true, Mode: s.dirMode(), ModTime: s.f.started, Nlink: 2}
-		if rel == "" {
-			a = s.rootAttr()
-		}
-		return a
+		return Attr{Name: baseOf(rel), Dir: true, Mode: s.dirMode(), ModTime: s.f.started, Nlink: 2}
 	}
 	a := Attr{Name: baseOf(rel), Mode: s.fileMode(), Nlink: 1}
 	if e := s.files[rel]; e != nil {
@@ -451,13 +446,10 @@ func (s *store) remove(ctx context.Context, rel string) error {
 		n.mu.Unlock()
 	}
 	if id != "" {
-		if err := s.f.svc.DeleteMemory(ctx, s.id, id, sha); err != nil {
-			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				// Already gone: the unlink's intent holds.
-			} else {
-				s.invalidate()
-				return storeErr(err)
-			}
+		// ENOTFOUND: already gone, the unlink's intent holds.
+		if err := s.f.svc.DeleteMemory(ctx, s.id, id, sha); err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
+			s.invalidate()
+			return storeErr(err)
 		}
 	}
 	if n != nil {
@@ -576,26 +568,7 @@ func (s *store) moveFile(ctx context.Context, from, to string) error {
 		defer n.mu.Unlock()
 		id = n.id
 	}
-	if id != "" {
-		p := memPath(to)
-		m, err := s.f.svc.UpdateMemory(ctx, s.id, id, trove.UpdateMemoryParams{Path: &p})
-		if err != nil {
-			s.invalidate()
-			return storeErr(err)
-		}
-		s.dropFile(from)
-		s.putFile(to, m)
-	}
-	if n != nil {
-		delete(s.open, from)
-		s.open[to] = n
-		n.path = to
-		if err := s.settle(ctx, n); err != nil {
-			return err
-		}
-	}
-	s.keepParents(from)
-	return nil
+	return s.moveFileLocked(ctx, from, to, n, id)
 }
 
 // settle runs after an open file was renamed to n.path (s.mu and n.mu held):
@@ -709,7 +682,8 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 	return nil
 }
 
-// moveFileLocked is moveFile with src (if any) already locked by the caller.
+// moveFileLocked is moveFile with src (the open file at from, if any)
+// already locked by the caller and srcID its memory ("" if not uploaded).
 func (s *store) moveFileLocked(ctx context.Context, from, to string, src *node, srcID string) error {
 	if srcID != "" {
 		p := memPath(to)
@@ -770,7 +744,8 @@ func (s *store) moveDir(ctx context.Context, from, to string) error {
 		s.dropFile(p)
 		s.putFile(newRel, m)
 	}
-	// Directories and open files of this mount follow.
+	// Directories and open files of this mount follow (with the emptied
+	// directories dropFile kept under from).
 	for d := range s.vdirs {
 		if d == from || strings.HasPrefix(d, from+"/") {
 			delete(s.vdirs, d)
@@ -786,11 +761,6 @@ func (s *store) moveDir(ctx context.Context, from, to string) error {
 			n.mu.Lock()
 			n.path = np
 			n.mu.Unlock()
-		}
-	}
-	for d := range s.vdirs { // dropFile above re-created emptied dirs under from
-		if d == from || strings.HasPrefix(d, from+"/") {
-			delete(s.vdirs, d)
 		}
 	}
 	s.keepParents(from)
