@@ -113,15 +113,21 @@ func (s *Service) ListKeys(ctx context.Context, workspaceID string) ([]trove.API
 	return out, err
 }
 
-// RevokeKey revokes an API key; its secret stops authenticating at once.
-// Revoking a revoked key keeps the first revocation time. ENOTFOUND for an
-// unknown key (or, for an API-key principal, a key of another workspace);
-// EFORBIDDEN for a session principal.
+// RevokeKey revokes an API key; its secret stops authenticating at once on
+// this Service (its cached verification, if any, is dropped before
+// RevokeKey returns) and, on other Services over the same database, at most
+// their Options.AuthCacheTTL later. Revoking a revoked key keeps the first
+// revocation time. ENOTFOUND for an unknown key (or, for an API-key
+// principal, a key of another workspace); EFORBIDDEN for a session
+// principal.
 func (s *Service) RevokeKey(ctx context.Context, id string) error {
 	p := trove.PrincipalFrom(ctx)
 	if p != nil && p.Session != nil {
 		return trove.Errorf(trove.EFORBIDDEN, "a session credential cannot manage API keys")
 	}
+	// Dropped after the write, whatever its outcome: a lookup that read the
+	// key before the commit must not stay cached.
+	defer s.authc.dropKey(id)
 	return s.write(ctx, "RevokeKey", func(tx storage.Tx) error {
 		ws := ""
 		if p != nil {
@@ -165,16 +171,26 @@ func checkOperator(ctx context.Context, workspaceID string) error {
 // ("trove_st_…") acts as a session_actor limited to the session's attached
 // stores. EUNAUTHENTICATED for an unknown, malformed, revoked or ended
 // credential.
+//
+// With Options.AuthCacheTTL, a credential verified less than that long ago
+// is not read again; see RevokeKey and EndSession for what that means for
+// revocation.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Principal, error) {
 	bad := trove.Errorf(trove.EUNAUTHENTICATED, "invalid credential")
 	if len(secret) > 256 {
 		return nil, bad
 	}
+	hash := sha256.Sum256([]byte(secret))
+	now := s.clock()
+	cached, gen := s.authc.get(hash, now)
+	if cached != nil {
+		return cached, nil
+	}
 	var out *trove.Principal
 	switch {
 	case strings.HasPrefix(secret, APIKeyPrefix):
 		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
-			k, err := tx.KeyGetByHash(ctx, hashSecret(secret))
+			k, err := tx.KeyGetByHash(ctx, hash[:])
 			if err != nil {
 				return err
 			}
@@ -192,7 +208,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 		}
 	case strings.HasPrefix(secret, SessionTokenPrefix):
 		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
-			se, err := tx.SessionGetByTokenHash(ctx, hashSecret(secret))
+			se, err := tx.SessionGetByTokenHash(ctx, hash[:])
 			if err != nil {
 				return err
 			}
@@ -216,6 +232,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 	default:
 		return nil, bad
 	}
+	s.authc.put(hash, out, gen, now)
 	return out, nil
 }
 

@@ -36,6 +36,14 @@ type Options struct {
 	// Logger receives internal error detail and retention reports; nil
 	// discards.
 	Logger *slog.Logger
+	// AuthCacheTTL, when positive, lets Authenticate reuse a credential it
+	// verified less than AuthCacheTTL ago (by Now) instead of reading it
+	// again. A key revoked (RevokeKey) or a session ended (EndSession)
+	// through this Service is refused at once all the same; a revocation
+	// made by another process (another Service on the same database: trove
+	// keys revoke, another node) takes effect here at most AuthCacheTTL
+	// later. 0 reads the credential on every Authenticate.
+	AuthCacheTTL time.Duration
 }
 
 // Service implements trove.Services, trove.SessionService and
@@ -45,6 +53,8 @@ type Service struct {
 	limits trove.Limits
 	clock  func() time.Time
 	log    *slog.Logger
+	authc  *authCache // nil when Options.AuthCacheTTL is 0
+	owners storeOwners
 }
 
 var (
@@ -56,7 +66,7 @@ var (
 // New returns a Service over d. It does not take ownership of d: the caller
 // closes it.
 func New(d storage.Driver, o Options) *Service {
-	s := &Service{db: d, limits: withDefaults(o.Limits), clock: o.Now, log: o.Logger}
+	s := &Service{db: d, limits: withDefaults(o.Limits), clock: o.Now, log: o.Logger, authc: newAuthCache(o.AuthCacheTTL)}
 	if s.clock == nil {
 		s.clock = time.Now
 	}

@@ -184,7 +184,10 @@ func (s *Service) ListSessions(ctx context.Context, p trove.ListSessionsParams) 
 	return page, nil
 }
 
-// EndSession ends a session: its credential stops authenticating. It is
+// EndSession ends a session: its credential stops authenticating, at once
+// on this Service (a cached verification is dropped before EndSession
+// returns) and at most Options.AuthCacheTTL later on other Services over the
+// same database. It is
 // idempotent (an ended session is returned unchanged). A session credential
 // may end only its own session (EFORBIDDEN otherwise). ENOTFOUND for an
 // unknown session.
@@ -196,6 +199,9 @@ func (s *Service) EndSession(ctx context.Context, sessionID string) (*trove.Sess
 	if pr.Session != nil && pr.Session.SessionID != sessionID {
 		return nil, trove.Errorf(trove.EFORBIDDEN, "a session credential can only end its own session")
 	}
+	// Dropped after the write, whatever its outcome: a lookup that read the
+	// session before the commit must not stay cached.
+	defer s.authc.dropSession(sessionID)
 	var out *trove.Session
 	err = s.write(ctx, "EndSession", func(tx storage.Tx) error {
 		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)

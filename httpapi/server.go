@@ -51,10 +51,14 @@ type Config struct {
 	// Health reports whether the database answers; /healthz is 200 when it
 	// returns nil and 503 otherwise. nil means always healthy.
 	Health func(context.Context) error
-	// AuthCacheTTL, when positive, caches successful authentications for
-	// that long: a revoked key, or a session ended by another process,
-	// keeps working on this server for up to AuthCacheTTL. 0 asks Auth on
-	// every request.
+	// AuthCacheTTL, when positive, caches successful authentications in
+	// the server for that long: a revoked key, or a session ended by
+	// another process, keeps working on this server for up to
+	// AuthCacheTTL; a session ended through this server is dropped at
+	// once, but a key revoked through the same process is not seen. 0 asks
+	// Auth on every request. Prefer core.Options.AuthCacheTTL (what trove
+	// serve uses), which also drops a key revoked through the same
+	// core.Service at once.
 	AuthCacheTTL time.Duration
 }
 

@@ -75,6 +75,13 @@ func (b *backend) schema(ctx context.Context) (have, known int, ok bool, err err
 // are applied. It refuses a database whose schema is newer than this build
 // knows, and (without autoMigrate) one that is older.
 func openBackend(ctx context.Context, dataDir, databaseURL string, autoMigrate bool, log *slog.Logger) (*backend, error) {
+	return openBackendWith(ctx, dataDir, databaseURL, autoMigrate, core.Options{Logger: log})
+}
+
+// openBackendWith is openBackend with the core options of the service
+// (opts.Logger also receives the SQLite driver's logs).
+func openBackendWith(ctx context.Context, dataDir, databaseURL string, autoMigrate bool, opts core.Options) (*backend, error) {
+	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -115,7 +122,8 @@ func openBackend(ctx context.Context, dataDir, databaseURL string, autoMigrate b
 		b.close()
 		return nil, trove.Errorf(trove.EINVALID, "the database schema (version %d) is older than this trove needs (%d): run trove migrate", have, known)
 	}
-	b.svc = core.New(b.driver, core.Options{Logger: log})
+	opts.Logger = log
+	b.svc = core.New(b.driver, opts)
 	return b, nil
 }
 

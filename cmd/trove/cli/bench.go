@@ -77,7 +77,7 @@ write, and a point read.`,
 		},
 	}
 	cmd.Flags().IntVar(&n, "n", 1000, "operations per measurement")
-	cmd.Flags().DurationSliceVar(&authCaches, "auth-cache", []time.Duration{0}, "server auth cache TTLs to measure (0: none, as trove serve by default)")
+	cmd.Flags().DurationSliceVar(&authCaches, "auth-cache", []time.Duration{defaultAuthCache}, "credential cache TTLs to measure (core.Options.AuthCacheTTL, as trove serve --auth-cache; 0: a database read per request)")
 	cmd.Flags().StringVar(&conc, "concurrency", "1,16", "comma-separated client concurrencies")
 	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the databases (default: a temporary one, removed after)")
@@ -164,7 +164,7 @@ func runBench(ctx context.Context, out io.Writer, dir string, n int, concs []int
 				ratio = fmt.Sprintf("%.0f%% raw read", 100*r.rate()/base[1])
 			}
 			name := "http " + r.op
-			if cache > 0 {
+			if cache != defaultAuthCache {
 				name += fmt.Sprintf(" (auth cache %s)", cache)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t\n", name, r.conc, r.rate(), r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors, ratio)
@@ -183,7 +183,7 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 		return nil, err
 	}
 	defer db.Close()
-	svc := core.New(db, core.Options{})
+	svc := core.New(db, core.Options{AuthCacheTTL: authCache})
 	_, key, err := svc.CreateKey(ctx, "wrkspc_bench", "bench")
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits(), AuthCacheTTL: authCache})}
+	srv := &http.Server{Handler: httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits()})}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()

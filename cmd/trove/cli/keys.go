@@ -75,7 +75,7 @@ func newKeysCmd(e *env) *cobra.Command {
 
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke an API key; it stops working at once (after --auth-cache on servers that cache)",
+		Short: "Revoke an API key; running servers refuse it within their --auth-cache (2s by default)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			svc, closeDB, err := openLocal(e.ctx, data, dbURL, true)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 )
 
@@ -38,7 +39,14 @@ func newServeCmd(e *env) *cobra.Command {
 by changing its base URL. The first serve on an empty database creates an API
 key in workspace ` + defaultWorkspace + `, prints it once and saves it to <data>/api_key.
 
-Data lives in SQLite at <data>/trove.db unless --database names a PostgreSQL URL.`,
+Data lives in SQLite at <data>/trove.db unless --database names a PostgreSQL URL.
+
+Credentials: a verified API key or session token is remembered for
+--auth-cache (default ` + defaultAuthCache.String() + `), so a hot client costs no database read per
+request for it. A key revoked or a session ended through this server is
+refused at once. A key revoked by another process (trove keys revoke, or
+another trove serve on the same PostgreSQL) is refused by this server at most
+--auth-cache later. --auth-cache 0 checks the database on every request.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(e, data, addr, dbURL, shutdownTimeout, authCache)
@@ -48,15 +56,22 @@ Data lives in SQLite at <data>/trove.db unless --database names a PostgreSQL URL
 	f.StringVar(&data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
 	f.StringVar(&addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
 	f.StringVar(&dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
-	f.DurationVar(&authCache, "auth-cache", 0, "cache successful authentications this long (a revoked key keeps working on this server up to it); 0 checks every request")
+	f.DurationVar(&authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	return cmd
 }
 
+// defaultAuthCache is serve's --auth-cache: short enough that a revocation
+// made by another process is honoured within two seconds.
+const defaultAuthCache = 2 * time.Second
+
 func runServe(e *env, data, addr, dbURL string, shutdownTimeout, authCache time.Duration) error {
 	ctx := e.ctx
+	if authCache < 0 {
+		return fmt.Errorf("--auth-cache must not be negative, got %s", authCache)
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	b, err := openBackend(ctx, data, dbURL, true, log)
+	b, err := openBackendWith(ctx, data, dbURL, true, core.Options{Logger: log, AuthCacheTTL: authCache})
 	if err != nil {
 		return err
 	}
@@ -76,8 +91,8 @@ func runServe(e *env, data, addr, dbURL string, shutdownTimeout, authCache time.
 		Logger:   log,
 		Metrics:  reg,
 		Health:   b.health,
-
-		AuthCacheTTL: authCache,
+		// The credential cache is core's (Options.AuthCacheTTL): it sees
+		// revocations made through this process at once.
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

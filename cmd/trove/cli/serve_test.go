@@ -24,6 +24,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-cmp/cmp"
 	_ "modernc.org/sqlite"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
 )
 
 // syncBuffer is a goroutine-safe output sink that can wait for text.
@@ -142,7 +145,9 @@ func lastLine(s string) string {
 
 func TestServeFirstRunKeysAndRestart(t *testing.T) {
 	data := t.TempDir()
-	s := startServe(t, "--data", data)
+	// Without the credential cache, a key revoked by another process
+	// (trove keys revoke below) is refused at once.
+	s := startServe(t, "--data", data, "--auth-cache", "0s")
 	keyFile := filepath.Join(data, "api_key")
 	fi, err := os.Stat(keyFile)
 	if err != nil {
@@ -497,4 +502,46 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Errorf("writers with acknowledged writes (-want +got):\n%s", diff)
 	}
 	t.Logf("%d acknowledged writes survived kill -9", len(acks))
+}
+
+// TestServeAuthCacheDefault: serve caches verified credentials by default
+// (its help says how long and what that means for revocation), and a
+// session ended through the server is refused on the very next request.
+// The cross-process window is tested with an injected clock in core.
+func TestServeAuthCacheDefault(t *testing.T) {
+	code, out, _ := runTrove(t, "serve", "--help")
+	for _, want := range []string{"--auth-cache duration", "(default 2s)", "refused at once", "trove keys revoke"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help (exit %d) lacks %q:\n%s", code, want, out)
+		}
+	}
+	if code, _, errOut := runTrove(t, "serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--auth-cache", "-1s"); code == 0 || !strings.Contains(errOut, "--auth-cache") {
+		t.Errorf("negative --auth-cache = %d %q, want a usage error", code, errOut)
+	}
+
+	data := t.TempDir()
+	s := startServe(t, "--data", data)
+	b, _ := os.ReadFile(filepath.Join(data, "api_key"))
+	ctx := context.Background()
+	admin := httpapi.NewClient(s.url, strings.TrimSpace(string(b)))
+	st, err := admin.CreateStore(ctx, trove.CreateStoreParams{Name: "cache"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, token, err := admin.CreateSession(ctx, trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: st.ID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := httpapi.NewClient(s.url, token)
+	for range 2 { // the second one is served from the cache
+		if _, err := agent.GetStore(ctx, st.ID); err != nil {
+			t.Fatalf("session token: %v", err)
+		}
+	}
+	if _, err := admin.EndSession(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.GetStore(ctx, st.ID); trove.ErrorCode(err) != trove.EUNAUTHENTICATED {
+		t.Errorf("session ended through this server = %v, want EUNAUTHENTICATED at once", err)
+	}
 }
