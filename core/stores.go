@@ -303,7 +303,11 @@ func (s *Service) readableStore(ctx context.Context, tx storage.Tx, pr *trove.Pr
 	if !pr.CanRead(storeID) {
 		return nil, errStoreNotFound(storeID)
 	}
-	return tx.StoreGet(ctx, pr.WorkspaceID, storeID)
+	st, err := tx.StoreGet(ctx, pr.WorkspaceID, storeID)
+	if err == nil {
+		s.owners.add(storeID, pr.WorkspaceID)
+	}
+	return st, err
 }
 
 // lockWritableStore locks a store whose memories the principal may change:

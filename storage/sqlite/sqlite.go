@@ -249,7 +249,8 @@ func (db *DB) errMigrate() error {
 
 // Read runs fn in a read-only transaction on one WAL snapshot. fn's error is
 // returned as is; database errors are translated (EUNAVAILABLE for a closed
-// or unreachable database).
+// or unreachable database). Once ctx is done, the Tx's next statement fails
+// with EUNAVAILABLE; a statement already running finishes.
 func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	db.mu.RLock()
 	closed := db.closed
@@ -283,10 +284,15 @@ func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	if err := rc.open(ctx, db.rdb); err != nil {
 		return err
 	}
-	if _, err := rc.exec(ctx, "BEGIN"); err != nil {
+	// Statements run with a context that cannot be cancelled: with a
+	// cancellable one, modernc.org/sqlite and database/sql each start a
+	// watcher goroutine per statement, which costs more than a point read.
+	// ctx is still checked before every statement (tx.check), and every
+	// statement the driver runs is bounded (point reads, LIMITed lists).
+	if _, err := rc.exec(context.WithoutCancel(ctx), "BEGIN"); err != nil {
 		return translate(err)
 	}
-	t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: func(c context.Context) context.Context { return c }}
+	t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: context.WithoutCancel}
 	defer func() {
 		t.end()
 		// A read-only transaction has nothing to commit; ROLLBACK just ends
