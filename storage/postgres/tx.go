@@ -396,10 +396,11 @@ func (t *tx) MemoryDelete(ctx context.Context, storeID, id string) error {
 	return nil
 }
 
-// MemoryCount counts a store's live memories.
+// MemoryCount counts a store's live memories (0 for an unknown store): it
+// reads the counter the memories trigger keeps (migration 0002).
 func (t *tx) MemoryCount(ctx context.Context, storeID string) (int, error) {
 	var n int
-	err := t.queryRow(ctx, "SELECT count(*) FROM memories WHERE store_id = $1", storeID).Scan(&n)
+	err := t.queryRow(ctx, "SELECT coalesce((SELECT memory_count FROM stores WHERE id = $1), 0)", storeID).Scan(&n)
 	return n, translate(err)
 }
 

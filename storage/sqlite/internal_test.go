@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -548,5 +549,73 @@ func TestCloseWaitsForReads(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestMigration0002BackfillsMemoryCount: a database at schema version 1
+// with memories gets exact per-store counters from migration 0002, which
+// the triggers then keep.
+func TestMigration0002BackfillsMemoryCount(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trove.db")
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", dsn(path, writerParams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{ms[0].sql,
+		`CREATE TABLE schema_version (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+		`INSERT INTO schema_version VALUES (1, '0001_init.sql', 0)`,
+		`INSERT INTO stores (id, workspace_id, name, created_at, updated_at) VALUES ('memstore_a', 'w', 'a', 0, 0), ('memstore_b', 'w', 'b', 0, 0), ('memstore_c', 'w', 'c', 0, 0)`,
+		`INSERT INTO memories (id, store_id, path, content, size_bytes, sha256, version_id, created_at, updated_at) VALUES
+			('mem_1', 'memstore_a', '/1', '', 0, '', 'v1', 0, 0), ('mem_2', 'memstore_a', '/2', '', 0, '', 'v2', 0, 0),
+			('mem_3', 'memstore_a', '/3', '', 0, '', 'v3', 0, 0), ('mem_4', 'memstore_b', '/1', '', 0, '', 'v4', 0, 0)`,
+	}
+	for _, q := range stmts {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	db, err := Open(ctx, path, Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	counts := func() map[string]int {
+		got := map[string]int{}
+		if err := db.Read(ctx, func(tx storage.Tx) error {
+			for _, id := range []string{"memstore_a", "memstore_b", "memstore_c"} {
+				n, err := tx.MemoryCount(ctx, id)
+				if err != nil {
+					return err
+				}
+				got[id] = n
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got, want := counts(), map[string]int{"memstore_a": 3, "memstore_b": 1, "memstore_c": 0}; !maps.Equal(got, want) {
+		t.Errorf("after migration: %v, want %v", got, want)
+	}
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.MemoryDelete(ctx, "memstore_a", "mem_1"); err != nil {
+			return err
+		}
+		now := time.Now()
+		c := "x"
+		return tx.MemoryInsert(ctx, &trove.Memory{ID: "mem_5", StoreID: "memstore_c", Path: "/5", Content: &c, SizeBytes: 1,
+			VersionID: "v5", CreatedAt: now, UpdatedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(), map[string]int{"memstore_a": 2, "memstore_b": 1, "memstore_c": 1}; !maps.Equal(got, want) {
+		t.Errorf("after a delete and an insert: %v, want %v", got, want)
 	}
 }

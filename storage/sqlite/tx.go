@@ -516,11 +516,12 @@ func (t *tx) MemoryDelete(ctx context.Context, storeID, id string) error {
 	return t.execOne(ctx, "memory", id, `DELETE FROM memories WHERE id = ? AND store_id = ?`, id, storeID)
 }
 
-// MemoryCount counts a store's live memories.
+// MemoryCount counts a store's live memories (0 for an unknown store): it
+// reads the counter the memories triggers keep (migration 0002).
 func (t *tx) MemoryCount(ctx context.Context, storeID string) (int, error) {
 	var n int
 	err := t.queryRow(ctx, "memory store", storeID, func(r rowScanner) error { return r.Scan(&n) },
-		`SELECT count(*) FROM memories WHERE store_id = ?`, storeID)
+		`SELECT coalesce((SELECT memory_count FROM stores WHERE id = ?), 0)`, storeID)
 	return n, err
 }
 

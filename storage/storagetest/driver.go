@@ -493,6 +493,32 @@ func drvTestMemoryCRUD(t *testing.T, d storage.Driver) {
 	drvWantCode(t, "MemoryInsert at a used path", err, trove.EPATHCONFLICT)
 	elsewhere, _ := drvNewMemory(other.ID, m1.Path, "elsewhere", drvAt(3))
 	drvWrite(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.MemoryInsert(ctx, elsewhere) })
+	// MemoryCount counts exactly what is live: not the refused duplicate,
+	// not an insert whose Write failed, and 0 for an unknown store.
+	rolledBack, _ := drvNewMemory(s.ID, "/rolled/back.md", "x", drvAt(3))
+	errFn := errors.New("fn failed")
+	if err := d.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.MemoryInsert(ctx, rolledBack); err != nil {
+			return err
+		}
+		if n, err := tx.MemoryCount(ctx, s.ID); err != nil || n != 3 {
+			t.Errorf("MemoryCount inside the inserting Write = %d, %v; want 3", n, err)
+		}
+		return errFn
+	}); !errors.Is(err, errFn) {
+		t.Errorf("Write = %v, want the fn's error", err)
+	}
+	drvRead(t, d, func(ctx context.Context, tx storage.Tx) error {
+		for _, c := range []struct {
+			store string
+			want  int
+		}{{s.ID, 2}, {other.ID, 1}, {"memstore_unknown", 0}} {
+			if n, err := tx.MemoryCount(ctx, c.store); err != nil || n != c.want {
+				t.Errorf("MemoryCount(%s) after a refused and a rolled-back insert = %d, %v; want %d", c.store, n, err, c.want)
+			}
+		}
+		return nil
+	})
 
 	// MemoryUpdate replaces path, content, size, sha, version and updated_at.
 	upd := *m1
