@@ -417,15 +417,11 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		}
 		do(a)
 	}
+	e.pre = nil
 	if fatal == nil {
 		fatal = ctx.Err()
 	}
-	if fatal != nil {
-		e.pre = nil
-		return raced, fatal
-	}
-	e.pre = nil
-	return raced, nil
+	return raced, fatal
 }
 
 func errText(err error) string {
@@ -569,7 +565,8 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 	wg.Wait()
 }
 
-// fetch returns the memory's current content (prefetched or fetched now).
+// fetch returns the memory's current content (prefetched or fetched now);
+// errRace when the memory is gone or changed meanwhile.
 func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
 	e.amu.Lock()
 	m := e.pre[id]
@@ -579,6 +576,9 @@ func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
 		return m, nil
 	}
 	m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
+	if isRace(err) {
+		return nil, errRace
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -691,6 +691,13 @@ func (e *Engine) agree(p, id, sha string, content []byte, key *StatKey, hashedAt
 	e.dirty = true
 }
 
+// agreeScanned is agree for the local file at p holding b as this round's
+// scan saw it.
+func (e *Engine) agreeScanned(p, id, sha string, b []byte) {
+	f := e.scan.Files[p]
+	e.agree(p, id, sha, b, &f.Stat, f.HashedAt)
+}
+
 func isRace(err error) bool {
 	switch trove.ErrorCode(err) {
 	case trove.EPRECONDITION, trove.ENOTFOUND:
@@ -721,24 +728,10 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 		if err != nil {
 			return err
 		}
-		f := e.scan.Files[a.Path]
-		e.agree(a.Path, a.MemoryID, a.LocalSHA, b, &f.Stat, f.HashedAt)
+		e.agreeScanned(a.Path, a.MemoryID, a.LocalSHA, b)
 		return nil
 	case KindDownload:
-		m, err := e.fetch(ctx, a.MemoryID)
-		if isRace(err) {
-			return errRace
-		}
-		if err != nil {
-			return err
-		}
-		content := []byte(*m.Content)
-		key, err := e.writeLocal(a.Path, content, a.LocalSHA)
-		if err != nil {
-			return err
-		}
-		e.agree(a.Path, m.ID, m.SHA256, content, &key)
-		return nil
+		return e.download(ctx, a)
 	case KindUpload:
 		b, err := e.readExpect(a.Path, a.LocalSHA)
 		if err != nil {
@@ -752,8 +745,7 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 		if err != nil {
 			return err
 		}
-		f := e.scan.Files[a.Path]
-		e.agree(a.Path, m.ID, m.SHA256, b, &f.Stat, f.HashedAt)
+		e.agreeScanned(a.Path, m.ID, m.SHA256, b)
 		return nil
 	case KindCreate:
 		b, err := e.readExpect(a.Path, a.LocalSHA)
@@ -768,21 +760,10 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 			}
 			return err
 		}
-		f := e.scan.Files[a.Path]
-		e.agree(a.Path, m.ID, m.SHA256, b, &f.Stat, f.HashedAt)
+		e.agreeScanned(a.Path, m.ID, m.SHA256, b)
 		return nil
 	case KindDeleteLocal:
-		if _, err := e.readExpect(a.Path, a.LocalSHA); err != nil {
-			return err
-		}
-		if err := e.root.Remove(rel(a.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		e.wrote = true
-		e.removeEmptyParents(a.Path)
-		delete(e.man.Entries, a.Path)
-		e.dirty = true
-		return nil
+		return e.deleteLocal(a)
 	case KindDeleteRemote:
 		if _, err := e.root.Lstat(rel(a.Path)); !errors.Is(err, fs.ErrNotExist) {
 			return errRace // came back
@@ -815,8 +796,7 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 			return err
 		}
 		delete(e.man.Entries, a.Path)
-		f := e.scan.Files[a.To]
-		e.agree(a.To, m.ID, m.SHA256, b, &f.Stat, f.HashedAt)
+		e.agreeScanned(a.To, m.ID, m.SHA256, b)
 		return nil
 	case KindMerge:
 		return e.merge(ctx, a)
@@ -826,9 +806,6 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 			return err
 		}
 		m, err := e.fetch(ctx, a.MemoryID)
-		if isRace(err) {
-			return errRace
-		}
 		if err != nil {
 			return err
 		}
@@ -857,9 +834,6 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 		return err
 	}
 	m, err := e.fetch(ctx, a.MemoryID)
-	if isRace(err) {
-		return errRace
-	}
 	if err != nil {
 		return err
 	}
@@ -978,17 +952,24 @@ func (e *Engine) tag() string {
 // with "-2", "-3"… before the extension while the name is taken.
 func conflictName(p, tag string, now time.Time, taken func(string) bool) string {
 	dir, base := path.Split(p)
-	ext := path.Ext(base)
-	stem := strings.TrimSuffix(base, ext)
-	if stem == "" {
-		stem, ext = base, ""
-	}
+	stem, ext := splitExt(base)
 	head := dir + stem + ".conflict-" + tag + "-" + now.UTC().Format("20060102T150405Z")
 	name := head + ext
 	for i := 2; taken(name); i++ {
 		name = head + "-" + strconv.Itoa(i) + ext
 	}
 	return name
+}
+
+// splitExt splits a file name into stem and extension; a name that is all
+// extension (".env") is all stem.
+func splitExt(base string) (stem, ext string) {
+	ext = path.Ext(base)
+	stem = strings.TrimSuffix(base, ext)
+	if stem == "" {
+		return base, ""
+	}
+	return stem, ext
 }
 
 // isConflictCopyOf reports whether q is named as a conflict copy of p.
@@ -998,11 +979,7 @@ func isConflictCopyOf(p, q string) bool {
 	if dir != qdir {
 		return false
 	}
-	ext := path.Ext(base)
-	stem := strings.TrimSuffix(base, ext)
-	if stem == "" {
-		stem, ext = base, ""
-	}
+	stem, ext := splitExt(base)
 	return strings.HasPrefix(qbase, stem+".conflict-") && strings.HasSuffix(qbase, ext)
 }
 
@@ -1014,12 +991,13 @@ func (e *Engine) restore(ctx context.Context, a Action) error {
 		return err
 	}
 	qdir := filepath.Join(e.o.StateDir, "quarantine", e.o.Now().UTC().Format("20060102T150405Z"))
-	qpath := filepath.Join(qdir, filepath.FromSlash(rel(a.Path)))
+	first := filepath.Join(qdir, filepath.FromSlash(rel(a.Path)))
+	qpath := first
 	for i := 2; ; i++ { // never overwrite an earlier quarantined copy
 		if _, err := os.Lstat(qpath); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		qpath = filepath.Join(qdir, filepath.FromSlash(rel(a.Path))) + "." + strconv.Itoa(i)
+		qpath = first + "." + strconv.Itoa(i)
 	}
 	if err := os.MkdirAll(filepath.Dir(qpath), 0o755); err != nil {
 		return err
@@ -1030,22 +1008,15 @@ func (e *Engine) restore(ctx context.Context, a Action) error {
 	e.rep.Quarantined = append(e.rep.Quarantined, Problem{Path: a.Path, Reason: a.Reason + " (local bytes saved at " + qpath + ")"})
 	e.log.Warn("read-only store: local change moved to quarantine", "path", a.Path, "quarantine", qpath)
 	if a.RemoteSHA == "" {
-		if _, err := e.readExpect(a.Path, a.LocalSHA); err != nil {
-			return err
-		}
-		if err := e.root.Remove(rel(a.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		e.wrote = true
-		e.removeEmptyParents(a.Path)
-		delete(e.man.Entries, a.Path)
-		e.dirty = true
-		return nil
+		return e.deleteLocal(a)
 	}
+	return e.download(ctx, a)
+}
+
+// download writes the store's version of a.MemoryID at a.Path, provided the
+// local file still holds a.LocalSHA, and records the agreement.
+func (e *Engine) download(ctx context.Context, a Action) error {
 	m, err := e.fetch(ctx, a.MemoryID)
-	if isRace(err) {
-		return errRace
-	}
 	if err != nil {
 		return err
 	}
@@ -1055,5 +1026,21 @@ func (e *Engine) restore(ctx context.Context, a Action) error {
 		return err
 	}
 	e.agree(a.Path, m.ID, m.SHA256, content, &key)
+	return nil
+}
+
+// deleteLocal removes the local file at a.Path, provided it still holds
+// a.LocalSHA, with the parents it leaves empty, and forgets the path.
+func (e *Engine) deleteLocal(a Action) error {
+	if _, err := e.readExpect(a.Path, a.LocalSHA); err != nil {
+		return err
+	}
+	if err := e.root.Remove(rel(a.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	e.wrote = true
+	e.removeEmptyParents(a.Path)
+	delete(e.man.Entries, a.Path)
+	e.dirty = true
 	return nil
 }
