@@ -84,13 +84,9 @@ func exerciseMCP(t *testing.T, cs *mcp.ClientSession) {
 // by the expected actor.
 func checkVersions(t *testing.T, data, storeID, keyID string) {
 	t.Helper()
-	ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: defaultWorkspace})
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, closeDB := openData(t, data)
 	defer closeDB()
-	vs, err := svc.ListVersions(ctx, storeID, trove.ListVersionsParams{Limit: 100, View: trove.ViewFull})
+	vs, err := svc.ListVersions(workspaceCtx(), storeID, trove.ListVersionsParams{Limit: 100, View: trove.ViewFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +116,7 @@ func TestMCPSubprocess(t *testing.T) {
 	// setup creates a data dir with a saved API key and one store.
 	setup := func(t *testing.T, storeName string) (data, storeID, keyID, secret string) {
 		data = t.TempDir()
-		svc, closeDB, err := openLocal(context.Background(), data, "", true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, closeDB := openData(t, data)
 		defer closeDB()
 		k, secret, err := svc.CreateKey(context.Background(), defaultWorkspace, "mcp test")
 		if err != nil {
@@ -146,17 +139,24 @@ func TestMCPSubprocess(t *testing.T) {
 	env := func(extra ...string) []string {
 		return append(os.Environ(), append([]string{"TROVE_DATA=", "TROVE_URL=", "TROVE_API_KEY=", "TROVE_DATABASE="}, extra...)...)
 	}
-
-	t.Run("stdio-local", func(t *testing.T) {
-		data, storeID, keyID, _ := setup(t, "Demo Memory")
-		cmd := exec.Command(bin, "mcp", "--store", "Demo Memory", "--data", data)
-		cmd.Env = env()
+	// connect starts trove args with env, speaking MCP over stdio, and
+	// connects a client to it.
+	connect := func(t *testing.T, env []string, args ...string) *mcp.ClientSession {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		cs, err := client().Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 		}
+		return cs
+	}
+
+	t.Run("stdio-local", func(t *testing.T) {
+		data, storeID, keyID, _ := setup(t, "Demo Memory")
+		cs := connect(t, env(), "mcp", "--store", "Demo Memory", "--data", data)
 		exerciseMCP(t, cs)
 		if err := cs.Close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -205,19 +205,9 @@ func TestMCPSubprocess(t *testing.T) {
 
 	t.Run("stdio-remote", func(t *testing.T) {
 		data, storeID, keyID, secret := setup(t, "Remote Memory")
-		svc, closeDB, err := openLocal(context.Background(), data, "", true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, closeDB := openData(t, data)
 		srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}))
-		cmd := exec.Command(bin, "mcp", "--store", "Remote Memory")
-		cmd.Env = env("TROVE_URL="+srv.URL, "TROVE_API_KEY="+secret)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		cs, err := client().Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
-		}
+		cs := connect(t, env("TROVE_URL="+srv.URL, "TROVE_API_KEY="+secret), "mcp", "--store", "Remote Memory")
 		exerciseMCP(t, cs)
 		cs.Close()
 		srv.Close()
@@ -227,10 +217,7 @@ func TestMCPSubprocess(t *testing.T) {
 
 	t.Run("stdio-session", func(t *testing.T) {
 		data, notesID, _, secret := setup(t, "Team Notes")
-		svc, closeDB, err := openLocal(context.Background(), data, "", true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, closeDB := openData(t, data)
 		p, err := svc.Authenticate(context.Background(), secret)
 		if err != nil {
 			t.Fatal(err)
@@ -248,14 +235,7 @@ func TestMCPSubprocess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "mcp", "--session", sess.ID, "--data", data)
-		cmd.Env = env()
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		cs, err := client().Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
-		}
+		cs := connect(t, env(), "mcp", "--session", sess.ID, "--data", data)
 		steps := []struct {
 			args    map[string]any
 			want    string
@@ -275,10 +255,7 @@ func TestMCPSubprocess(t *testing.T) {
 			}
 		}
 		cs.Close()
-		svc, closeDB, err = openLocal(context.Background(), data, "", true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, closeDB = openData(t, data)
 		defer closeDB()
 		vs, err := svc.ListVersions(pctx, notesID, trove.ListVersionsParams{})
 		if err != nil || len(vs.Data) != 1 || vs.Data[0].CreatedBy.Type != trove.ActorSession || vs.Data[0].CreatedBy.SessionID != sess.ID {

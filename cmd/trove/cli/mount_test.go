@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 )
 
@@ -107,16 +108,25 @@ func TestMountLocal(t *testing.T) {
 	if std["/style.md"] != "tabs\n" {
 		t.Errorf("read-only store was written: %q", std["/style.md"])
 	}
-	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
+	checkSessionsEnded(t, data)
+}
+
+// serveData serves the local database in data over a real HTTP server until
+// the test ends, and points the commands at it: TROVE_URL, and a new
+// workspace key in TROVE_API_KEY. It returns the database's services.
+func serveData(t *testing.T, data string) *core.Service {
+	t.Helper()
+	svc, closeDB := openData(t, data)
+	t.Cleanup(closeDB)
+	_, key, err := svc.CreateKey(context.Background(), defaultWorkspace, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeDB()
-	pg, err := svc.ListSessions(trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace}), trove.ListSessionsParams{})
-	if err != nil || len(pg.Data) != 1 || pg.Data[0].EndedAt == nil {
-		t.Errorf("session not ended: %+v %v", pg, err)
-	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}))
+	t.Cleanup(srv.Close)
+	t.Setenv("TROVE_URL", srv.URL)
+	t.Setenv("TROVE_API_KEY", key)
+	return svc
 }
 
 // TestMountRemote mounts through a real HTTP server: the mount holds only
@@ -127,20 +137,7 @@ func TestMountRemote(t *testing.T) {
 		t.Skip("FUSE unavailable: " + why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
-	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDB()
-	_, key, err := svc.CreateKey(ctx, defaultWorkspace, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}))
-	defer srv.Close()
-	t.Setenv("TROVE_URL", srv.URL)
-	t.Setenv("TROVE_API_KEY", key)
+	svc := serveData(t, data)
 	dir := t.TempDir()
 	stop := startMount(t, 1, "--store", "Notes", dir)
 
@@ -152,7 +149,7 @@ func TestMountRemote(t *testing.T) {
 		t.Fatalf("read: %q %v", b, err)
 	}
 	// Another writer, with the workspace key, changes the file meanwhile.
-	wctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace})
+	wctx := workspaceCtx()
 	pg, err := svc.ListMemories(wctx, ids["Notes"], trove.ListMemoriesParams{})
 	if err != nil || len(pg.Data) != 1 {
 		t.Fatalf("list: %v %v", pg, err)
@@ -215,13 +212,9 @@ func TestFuseMounter(t *testing.T) {
 	}
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
 	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, closeDB := openData(t, data)
 	defer closeDB()
-	wctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace})
-	sess, token, err := svc.CreateSession(wctx, trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: ids["Notes"]}}})
+	sess, token, err := svc.CreateSession(workspaceCtx(), trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: ids["Notes"]}}})
 	if err != nil {
 		t.Fatal(err)
 	}

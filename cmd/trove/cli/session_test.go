@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/httpapi"
 )
 
 // agentScript plays an agent: it checks its environment, reads the note,
@@ -29,16 +26,26 @@ echo "$TROVE_MEMORY_ROOT" > "$OUT"
 exit 3
 `
 
-func TestSessionRunLocal(t *testing.T) {
-	data, ids := localStores(t, map[string]map[string]string{
+// sessionStores creates the stores the agent scripts expect ("Notes" with
+// /todo.md, "Team Standards" with /style.md) and returns the data dir, the
+// store IDs by name, a --root to use, and the file $OUT names for the
+// script's last word. State goes to a fresh XDG_STATE_HOME.
+func sessionStores(t *testing.T) (data string, ids map[string]string, root, out string) {
+	t.Helper()
+	data, ids = localStores(t, map[string]map[string]string{
 		"Notes":          {"/todo.md": "- buy tea\n"},
 		"Team Standards": {"/style.md": "tabs\n"},
 	})
-	root := filepath.Join(t.TempDir(), "mem")
-	out := filepath.Join(t.TempDir(), "out")
+	root = filepath.Join(t.TempDir(), "mem")
+	out = filepath.Join(t.TempDir(), "out")
 	t.Setenv("OUT", out)
-	t.Setenv("TROVE_API_KEY", "trove_sk_workspace_key_must_not_leak")
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	return data, ids, root, out
+}
+
+func TestSessionRunLocal(t *testing.T) {
+	data, ids, root, out := sessionStores(t)
+	t.Setenv("TROVE_API_KEY", "trove_sk_workspace_key_must_not_leak")
 	code, _, stderr := syncCLI(t, "session", "run", "--data", data,
 		"--store", "Notes", "--instructions", "Check notes first.",
 		"--store", "Team Standards:ro",
@@ -82,48 +89,18 @@ func TestSessionRunLocal(t *testing.T) {
 			t.Errorf("note lacks %q:\n%s", s, note)
 		}
 	}
-	// The session ended: its sessions are all ended.
-	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDB()
-	pg, err := svc.ListSessions(trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace}), trove.ListSessionsParams{})
-	if err != nil || len(pg.Data) != 1 || pg.Data[0].EndedAt == nil {
-		t.Errorf("session not ended: %+v %v", pg, err)
-	}
+	checkSessionsEnded(t, data)
 }
 
 // TestSessionRunRemote runs the same agent against a real HTTP server: the
 // engine uses the session token over the wire.
 func TestSessionRunRemote(t *testing.T) {
-	data, ids := localStores(t, map[string]map[string]string{
-		"Notes":          {"/todo.md": "- buy tea\n"},
-		"Team Standards": {"/style.md": "tabs\n"},
-	})
-	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, err := svc.CreateKey(ctx, defaultWorkspace, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}))
-	root := filepath.Join(t.TempDir(), "mem")
-	out := filepath.Join(t.TempDir(), "out")
-	t.Setenv("OUT", out)
-	t.Setenv("TROVE_URL", srv.URL)
-	t.Setenv("TROVE_API_KEY", key)
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	data, ids, root, _ := sessionStores(t)
+	serveData(t, data)
 	code, _, stderr := syncCLI(t, "session", "run",
 		"--store", "Notes", "--instructions", "Check notes first.",
 		"--store", ids["Team Standards"]+":ro",
 		"--root", root, "--mount", "copy", "--", "sh", "-c", agentScript)
-	srv.Close()
-	closeDB()
 	if code != 3 {
 		t.Fatalf("exit %d, want 3:\n%s", code, stderr)
 	}
@@ -157,14 +134,7 @@ func TestSessionRunFuse(t *testing.T) {
 	if why := fuseAvailable(); why != "" {
 		t.Skip("FUSE unavailable: " + why)
 	}
-	data, ids := localStores(t, map[string]map[string]string{
-		"Notes":          {"/todo.md": "- buy tea\n"},
-		"Team Standards": {"/style.md": "tabs\n"},
-	})
-	root := filepath.Join(t.TempDir(), "mem")
-	out := filepath.Join(t.TempDir(), "out")
-	t.Setenv("OUT", out)
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	data, ids, root, out := sessionStores(t)
 	code, _, stderr := syncCLI(t, "session", "run", "--data", data,
 		"--store", "Notes", "--store", "Team Standards:ro",
 		"--root", root, "--mount", "auto", "--", "sh", "-c", fuseAgentScript)

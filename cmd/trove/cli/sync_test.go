@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the child process and us.
@@ -41,19 +42,42 @@ func syncCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// workspaceCtx carries the actor-less local principal of the default
+// workspace, the one localStores creates stores in.
+func workspaceCtx() context.Context {
+	return trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: defaultWorkspace})
+}
+
+// openData opens the local database in data; the returned function closes it.
+func openData(t *testing.T, data string) (*core.Service, func()) {
+	t.Helper()
+	svc, closeDB, err := openLocal(context.Background(), data, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, func() { closeDB() }
+}
+
+// checkSessionsEnded checks that data holds exactly one session, ended.
+func checkSessionsEnded(t *testing.T, data string) {
+	t.Helper()
+	svc, closeDB := openData(t, data)
+	defer closeDB()
+	pg, err := svc.ListSessions(workspaceCtx(), trove.ListSessionsParams{})
+	if err != nil || len(pg.Data) != 1 || pg.Data[0].EndedAt == nil {
+		t.Errorf("session not ended: %+v %v", pg, err)
+	}
+}
+
 // localStores creates stores in a fresh local data dir (workspace of the
 // actor-less local principal) with the given memories, and returns the data
 // dir and the store IDs by name.
 func localStores(t *testing.T, stores map[string]map[string]string) (string, map[string]string) {
 	t.Helper()
 	data := t.TempDir()
-	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, closeDB := openData(t, data)
 	defer closeDB()
-	ctx = trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace})
+	ctx := workspaceCtx()
 	ids := map[string]string{}
 	for name, mems := range stores {
 		st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: name, Description: "about " + name})
@@ -73,13 +97,9 @@ func localStores(t *testing.T, stores map[string]map[string]string) (string, map
 // storeContents reads a local store back, with the version actors by path.
 func storeContents(t *testing.T, data, storeID string) (map[string]string, map[string][]trove.ActorType) {
 	t.Helper()
-	ctx := context.Background()
-	svc, closeDB, err := openLocal(ctx, data, "", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, closeDB := openData(t, data)
 	defer closeDB()
-	ctx = trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: defaultWorkspace})
+	ctx := workspaceCtx()
 	pg, err := svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 20, View: trove.ViewFull})
 	if err != nil {
 		t.Fatal(err)
