@@ -39,28 +39,32 @@ func (t *Tool) view(ctx context.Context, in *args) Result {
 	missing := func() Result {
 		return errorText("The path " + p.Raw + " does not exist. Please provide a valid path.")
 	}
-	info, err := t.fs.Stat(ctx, p.Rel)
-	switch {
-	case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir):
-		return missing()
-	case errors.Is(err, ErrSymlink):
-		return symlinkError(p)
-	case err != nil:
-		return t.internal("view", p, err)
-	}
-	switch info.Kind {
-	case KindDir:
-		return t.viewDir(ctx, p)
-	case KindSymlink:
-		return symlinkError(p)
-	case KindFile:
-	default:
-		return errorf("The path %s is neither a regular file nor a directory; the memory tool cannot show it.", p.Raw)
-	}
 	if p.TrailingSlash {
-		return errorf("The path %s is a file, not a directory; remove the trailing \"/\" to view it.", p.Raw)
+		// Only a directory may be viewed with a trailing "/": look first
+		// rather than read (and touch) a file.
+		info, err := t.fs.Stat(ctx, p.Rel)
+		switch {
+		case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir):
+			return missing()
+		case errors.Is(err, ErrSymlink):
+			return symlinkError(p)
+		case err != nil:
+			return t.internal("view", p, err)
+		}
+		switch info.Kind {
+		case KindDir:
+			return t.viewDir(ctx, p)
+		case KindSymlink:
+			return symlinkError(p)
+		case KindFile:
+			return errorf("The path %s is a file, not a directory; remove the trailing \"/\" to view it.", p.Raw)
+		default:
+			return errorf("The path %s is neither a regular file nor a directory; the memory tool cannot show it.", p.Raw)
+		}
 	}
-	data, _, err := t.fs.ReadFile(ctx, p.Rel, t.opt.MaxReadSize)
+	// Read directly: a directory is reported by ReadFile as ErrIsDir, so a
+	// file view costs one backend call, not a Stat and a ReadFile.
+	data, touched, err := t.readTouch(ctx, p.Rel)
 	switch {
 	case errors.Is(err, ErrNotExist), errors.Is(err, ErrNotDir):
 		return missing()
@@ -75,11 +79,16 @@ func (t *Tool) view(ctx context.Context, in *args) Result {
 	case err != nil:
 		return t.internal("view", p, err)
 	}
+	touch := func() {
+		if !touched {
+			t.touch(ctx, p.Rel)
+		}
+	}
 	if mt, isImage := imageType(p.Rel); isImage {
 		if !hasMagic(mt, data) {
 			return errorf("The file %s has an image extension but its content is not a valid %s image; it cannot be shown.", p.Raw, strings.TrimPrefix(mt, "image/"))
 		}
-		t.touch(ctx, p.Rel)
+		touch()
 		return Result{Content: []Block{{Type: BlockImage, MediaType: mt, Data: base64.StdEncoding.EncodeToString(data)}}}
 	}
 	if !isText(data) {
@@ -109,7 +118,7 @@ func (t *Tool) view(ctx context.Context, in *args) Result {
 			last = b
 		}
 	}
-	t.touch(ctx, p.Rel)
+	touch()
 	return textResult(t.numbered("Here's the content of "+p.Raw+" with line numbers:\n", lines[first-1:last], first, len(lines)))
 }
 
@@ -306,10 +315,9 @@ func (t *Tool) create(ctx context.Context, in *args) Result {
 			return t.createError(p, err)
 		}
 	}
-	if _, err := t.fs.WriteFile(ctx, p.Rel, []byte(text), ifMatch); err != nil {
+	if err := t.writeTouch(ctx, p.Rel, []byte(text), ifMatch); err != nil {
 		return t.createError(p, err)
 	}
-	t.touch(ctx, p.Rel)
 	if overwritten {
 		return textResult("File overwritten successfully at: " + p.Raw)
 	}
@@ -440,9 +448,8 @@ func (t *Tool) edit(ctx context.Context, p Path, cmd string, missing func() Resu
 		} else {
 			var updated string
 			if updated, r = apply(string(data)); r == nil {
-				_, err := t.fs.WriteFile(ctx, p.Rel, []byte(updated), ver)
+				err := t.writeTouch(ctx, p.Rel, []byte(updated), ver)
 				if err == nil {
-					t.touch(ctx, p.Rel)
 					return nil
 				}
 				lost := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotExist)

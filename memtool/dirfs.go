@@ -8,11 +8,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,10 +20,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DirFS is an FS over a host directory. Every operation goes through an
-// os.Root opened on that directory, so the kernel-level containment of
-// os.Root applies on top of the engine's lexical path checks: no name can
-// reach outside the directory, whatever concurrent changes are made to it.
+// DirFS is an FS over a host directory. Every operation is relative to a
+// descriptor of that directory, so kernel-level containment applies on top
+// of the engine's lexical path checks: no name can reach outside the
+// directory, whatever concurrent changes are made to it. Stat, ReadFile,
+// WriteFile and Touch (the hot path) resolve the parent directory with one
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) relative to the root (where
+// openat2 is missing, one openat(O_NOFOLLOW) per component) and then act on
+// the single final name with *at calls that never follow a link; listings,
+// delete, rename and directory creation go through an os.Root, after an
+// lstat of every existing ancestor.
 //
 // Symbolic links are opaque: DirFS never follows one. A name whose final
 // component is a link is reported as KindSymlink (view, str_replace and
@@ -52,6 +58,9 @@ type DirFS struct {
 	mu   sync.RWMutex
 	root *os.Root
 	old  []*os.Root // superseded roots, closed by Close
+	// dirs holds the root directory opened as a file, for each root: the
+	// base of the descriptor-relative lookups of openBeneath.
+	dirs map[*os.Root]*os.File
 }
 
 // NewDirFS opens (creating it with mode 0700 if needed) the directory dir as
@@ -64,11 +73,11 @@ func NewDirFS(dir string) (*DirFS, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(abs)
+	r, f, err := openRoot(abs)
 	if err != nil {
 		return nil, err
 	}
-	return &DirFS{dir: abs, root: r}, nil
+	return &DirFS{dir: abs, root: r, dirs: map[*os.Root]*os.File{r: f}}, nil
 }
 
 // Dir returns the absolute host directory.
@@ -83,7 +92,44 @@ func (d *DirFS) Close() error {
 		r.Close()
 	}
 	d.old = nil
+	for r, f := range d.dirs {
+		f.Close()
+		delete(d.dirs, r)
+	}
 	return err
+}
+
+// openRoot opens dir as an os.Root and as a directory file.
+func openRoot(dir string) (*os.Root, *os.File, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := r.Open(".")
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return r, f, nil
+}
+
+// openDir opens the directory rel ("." for the root) below the root r for
+// descriptor-relative calls, refusing any symbolic link on the way (see
+// openBeneath). The caller closes the descriptor.
+func (d *DirFS) openDir(r *os.Root, rel string) (int, error) {
+	d.mu.RLock()
+	f := d.dirs[r]
+	d.mu.RUnlock()
+	if f == nil {
+		return -1, os.ErrClosed
+	}
+	fd := -1
+	err := withFd(f, func(rootfd int) error {
+		var err error
+		fd, err = openBeneath(rootfd, rel)
+		return err
+	})
+	return fd, err
 }
 
 func (d *DirFS) current() *os.Root {
@@ -128,12 +174,13 @@ func (d *DirFS) reopen(old *os.Root) error {
 	if err := os.MkdirAll(d.dir, 0o700); err != nil {
 		return err
 	}
-	r, err := os.OpenRoot(d.dir)
+	r, f, err := openRoot(d.dir)
 	if err != nil {
 		return err
 	}
 	d.old = append(d.old, d.root)
 	d.root = r
+	d.dirs[r] = f
 	return nil
 }
 
@@ -190,14 +237,6 @@ func kindOf(m fs.FileMode) Kind {
 	return KindOther
 }
 
-func infoOf(name string, fi fs.FileInfo) Info {
-	info := Info{Name: name, Kind: kindOf(fi.Mode()), Size: fi.Size()}
-	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-		info.Accessed = time.Unix(int64(s.Atim.Sec), int64(s.Atim.Nsec)) //nolint:unconvert // field types vary by platform
-	}
-	return info
-}
-
 // checkParents verifies that every existing proper ancestor of name is a
 // real directory. With allowMissing, a missing ancestor ends the check
 // successfully (the caller will create it); otherwise it is ErrNotExist.
@@ -223,17 +262,19 @@ func checkParents(r *os.Root, name string, allowMissing bool) error {
 
 // Stat implements FS.
 func (d *DirFS) Stat(_ context.Context, name string) (Info, error) {
+	if name == "" {
+		return Info{Kind: KindDir}, nil // the root (re-created by do when needed)
+	}
 	var info Info
 	err := d.do(func(r *os.Root) error {
-		if err := checkParents(r, name, false); err != nil {
-			return err
-		}
-		fi, err := r.Lstat(osName(name))
-		if err != nil {
-			return mapErr(err)
-		}
-		info = infoOf(name, fi)
-		return nil
+		return d.inParent(r, name, false, func(dfd int, base string) error {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return mapErr(err)
+			}
+			info = infoOfStat(name, &st)
+			return nil
+		})
 	})
 	return info, err
 }
@@ -264,165 +305,313 @@ func (d *DirFS) ReadDir(_ context.Context, name string) ([]Info, error) {
 		if err != nil {
 			return mapErr(err)
 		}
-		for _, n := range names {
-			child := n
-			if name != "" {
-				child = name + "/" + n
+		// Each child is a single name in the directory just opened: one
+		// fstatat relative to it, no path walk.
+		return withFd(f, func(dfd int) error {
+			for _, n := range names {
+				var st unix.Stat_t
+				if err := unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					continue // vanished meanwhile
+				}
+				out = append(out, infoOfStat(n, &st))
 			}
-			fi, err := r.Lstat(child)
-			if err != nil {
-				continue // vanished meanwhile
-			}
-			out = append(out, infoOf(n, fi))
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
 
+// infoOfStat is infoOf for a raw stat result.
+func infoOfStat(name string, st *unix.Stat_t) Info {
+	info := Info{Name: name, Size: st.Size}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		info.Kind = KindFile
+	case unix.S_IFDIR:
+		info.Kind = KindDir
+	case unix.S_IFLNK:
+		info.Kind = KindSymlink
+	default:
+		info.Kind = KindOther
+	}
+	info.Accessed = time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)) //nolint:unconvert // field types vary by platform
+	return info
+}
+
+// inParent opens the parent directory of name below the root, refusing any
+// symbolic link on the way (creating missing parents, mode 0700, with
+// create), and runs fn with its descriptor and the base name. Everything fn
+// does happens relative to that directory on the single name base, with *at
+// system calls that never follow a link: the path is resolved once per
+// operation, by the kernel, and never outside the root.
+func (d *DirFS) inParent(r *os.Root, name string, create bool, fn func(dfd int, base string) error) error {
+	parent, base := splitName(name)
+	dfd, err := d.openDir(r, parent)
+	if create && parent != "." && errors.Is(err, fs.ErrNotExist) {
+		if err := checkParents(r, name, true); err != nil {
+			return err
+		}
+		if err := r.MkdirAll(parent, 0o700); err != nil {
+			return mapErr(err)
+		}
+		dfd, err = d.openDir(r, parent)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	return fn(dfd, base)
+}
+
+// openBeneathWalk is the portable openBeneath: one openat per component,
+// each relative to the previous directory with O_NOFOLLOW, so that no link
+// is followed and nothing outside the root is reached.
+func openBeneathWalk(rootfd int, rel string) (int, error) {
+	fd, err := unix.Openat(rootfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil || rel == "." {
+		return fd, mapErr(err)
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." || c == ".." {
+			unix.Close(fd)
+			return -1, ErrNotExist // ParsePath never lets these through
+		}
+		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			// A link gives ELOOP or ENOTDIR depending on the system: look.
+			var st unix.Stat_t
+			if unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					err = ErrSymlink
+				} else if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					err = ErrNotDir
+				}
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, mapErr(err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// withFd runs fn with the descriptor of f. Unlike f.Fd it does not switch
+// the descriptor to blocking mode (two fcntl calls), which the *at calls
+// made on a directory do not care about.
+func withFd(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// kindErr returns the error ReadFile gives for a non-regular file mode.
+func kindErr(mode uint32) error {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFLNK:
+		return ErrSymlink
+	case unix.S_IFDIR:
+		return ErrIsDir
+	}
+	return ErrNotRegular
+}
+
 // ReadFile implements FS.
 func (d *DirFS) ReadFile(_ context.Context, name string, maxBytes int64) ([]byte, Version, error) {
-	var data []byte
-	err := d.do(func(r *os.Root) error {
-		var err error
-		data, err = readRegular(r, name, maxBytes)
-		return err
-	})
+	data, _, err := d.read(name, maxBytes, nil)
 	if err != nil {
 		return nil, "", err
 	}
 	return data, contentVersion(data), nil
 }
 
-func readRegular(r *os.Root, name string, maxBytes int64) ([]byte, error) {
-	if err := checkParents(r, name, false); err != nil {
+// ReadFileTouch implements TouchingFS: ReadFile, then the file's atime is
+// set to t.
+func (d *DirFS) ReadFileTouch(_ context.Context, name string, maxBytes int64, t time.Time) ([]byte, Version, error, error) {
+	data, touchErr, err := d.read(name, maxBytes, &t)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return data, contentVersion(data), touchErr, nil
+}
+
+func (d *DirFS) read(name string, maxBytes int64, atime *time.Time) (data []byte, touchErr, err error) {
+	if name == "" {
+		return nil, nil, ErrIsDir
+	}
+	err = d.do(func(r *os.Root) error {
+		return d.inParent(r, name, false, func(dfd int, base string) error {
+			var err error
+			data, err = readAt(dfd, base, maxBytes)
+			if err == nil && atime != nil {
+				touchErr = setAtime(dfd, base, *atime)
+			}
+			return err
+		})
+	})
+	return data, touchErr, err
+}
+
+// readAt reads the regular file base in the directory dfd. Links and
+// special files are refused before being opened (a FIFO or device is never
+// opened), and files larger than maxBytes (when >= 0) before being read.
+func readAt(dfd int, base string, maxBytes int64) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, mapErr(err)
+	}
+	if err := kindErr(uint32(st.Mode)); err != nil { //nolint:unconvert // field types vary by platform
 		return nil, err
 	}
-	fi, err := r.Lstat(osName(name))
-	switch {
-	case err != nil:
-		return nil, mapErr(err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, ErrSymlink
-	case fi.IsDir():
-		return nil, ErrIsDir
-	case !fi.Mode().IsRegular():
-		return nil, ErrNotRegular
-	}
-	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, ErrNotRegular
-	}
-	if maxBytes >= 0 && st.Size() > maxBytes {
+	if maxBytes >= 0 && st.Size > maxBytes {
 		return nil, ErrTooLarge
 	}
-	rd := io.Reader(f)
-	if maxBytes >= 0 {
-		rd = io.LimitReader(f, maxBytes+1)
-	}
-	data, err := io.ReadAll(rd)
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil { // swapped since the fstatat?
 		return nil, err
 	}
-	if maxBytes >= 0 && int64(len(data)) > maxBytes {
+	if err := kindErr(uint32(st.Mode)); err != nil { //nolint:unconvert // field types vary by platform
+		return nil, err
+	}
+	if maxBytes >= 0 && st.Size > maxBytes {
 		return nil, ErrTooLarge
 	}
-	return data, nil
+	// One byte of room beyond the size so that the usual case ends with a
+	// single read returning 0; a file growing meanwhile is read to the end
+	// (or to maxBytes+1, to report it as too large).
+	buf := make([]byte, 0, st.Size+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):cap(buf)]
+		if maxBytes >= 0 && int64(len(buf)+len(room)) > maxBytes+1 {
+			room = room[:maxBytes+1-int64(len(buf))]
+		}
+		n, err := unix.Read(fd, room)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+		if maxBytes >= 0 && int64(len(buf)) > maxBytes {
+			return nil, ErrTooLarge
+		}
+	}
+	return buf, nil
 }
 
 const tmpPrefix = ".trove-tmp-"
 
 // WriteFile implements FS.
 func (d *DirFS) WriteFile(_ context.Context, name string, data []byte, ifMatch Version) (Version, error) {
+	return d.write(name, data, ifMatch, nil)
+}
+
+// WriteFileTouch implements TouchingFS: WriteFile whose new file has the
+// access time t (set on the temporary file before it is synced).
+func (d *DirFS) WriteFileTouch(_ context.Context, name string, data []byte, ifMatch Version, t time.Time) (Version, error) {
+	return d.write(name, data, ifMatch, &t)
+}
+
+func (d *DirFS) write(name string, data []byte, ifMatch Version, atime *time.Time) (Version, error) {
 	if name == "" {
 		return "", ErrExist
 	}
-	err := d.do(func(r *os.Root) error { return writeAtomic(r, name, data, ifMatch) })
+	err := d.do(func(r *os.Root) error {
+		return d.inParent(r, name, ifMatch == "", func(dfd int, base string) error {
+			return writeAt(dfd, base, data, ifMatch, atime)
+		})
+	})
 	if err != nil {
 		return "", err
 	}
 	return contentVersion(data), nil
 }
 
-func writeAtomic(r *os.Root, name string, data []byte, ifMatch Version) error {
-	if err := checkParents(r, name, ifMatch == ""); err != nil {
-		return err
-	}
-	fi, err := r.Lstat(name)
-	switch {
-	case ifMatch == "" && err == nil:
-		return ErrExist
-	case ifMatch == "" && !errors.Is(err, fs.ErrNotExist):
-		return mapErr(err)
-	case ifMatch != "" && errors.Is(err, fs.ErrNotExist):
-		return ErrConflict
-	case ifMatch != "" && err != nil:
-		return mapErr(err)
-	case ifMatch != "" && fi.Mode()&fs.ModeSymlink != 0:
-		return ErrSymlink
-	case ifMatch != "" && fi.IsDir():
-		return ErrIsDir
-	case ifMatch != "":
-		cur, err := readRegular(r, name, -1)
-		if err != nil {
+// writeAt replaces (ifMatch != "") or creates the file base in the
+// directory dfd: temporary file, fsync, rename, directory fsync.
+func writeAt(dfd int, base string, data []byte, ifMatch Version, atime *time.Time) error {
+	if ifMatch != "" {
+		cur, err := readAt(dfd, base, -1)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return ErrConflict
+		case errors.Is(err, ErrNotRegular):
+			return ErrConflict // not the file that was read
+		case err != nil:
 			return err
-		}
-		if contentVersion(cur) != ifMatch {
+		case contentVersion(cur) != ifMatch:
 			return ErrConflict
 		}
 	}
-	parent, base := splitName(name)
-	if ifMatch == "" && parent != "." {
-		if err := r.MkdirAll(parent, 0o700); err != nil {
-			return mapErr(err)
-		}
-	}
-	dir, err := r.Open(parent)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer dir.Close()
-	tmp, err := createTemp(r, parent)
+	// A create does not look first: renameat2(RENAME_NOREPLACE) below is
+	// what refuses an existing entry (file, directory or link), atomically.
+	tmpBase, fd, err := createTemp(dfd)
 	if err != nil {
 		return err
 	}
-	tmpBase := filepath.Base(tmp.Name())
 	committed := false
 	defer func() {
 		if !committed {
-			unix.Unlinkat(int(dir.Fd()), tmpBase, 0)
+			unix.Unlinkat(dfd, tmpBase, 0)
 		}
 	}()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
+	err = writeAll(fd, data)
+	if err == nil && atime != nil {
+		err = setAtime(dfd, tmpBase, *atime)
 	}
-	if cerr := tmp.Close(); err == nil {
+	if err == nil {
+		err = unix.Fsync(fd)
+	}
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	dfd := int(dir.Fd())
 	if ifMatch == "" {
 		err = renameNoReplace(dfd, tmpBase, dfd, base, false)
 	} else {
 		err = unix.Renameat(dfd, tmpBase, dfd, base)
 	}
-	runtime.KeepAlive(dir)
 	if err != nil {
 		return mapErr(err)
 	}
 	committed = true
-	return dir.Sync()
+	return unix.Fsync(dfd)
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 func splitName(name string) (parent, base string) {
@@ -433,20 +622,23 @@ func splitName(name string) (parent, base string) {
 	return p, filepath.Base(name)
 }
 
-func createTemp(r *os.Root, parent string) (*os.File, error) {
+// createTemp creates a new temporary file (mode 0600) in the directory dfd
+// and returns its name and descriptor.
+func createTemp(dfd int) (string, int, error) {
 	for range 10 {
 		var b [8]byte
 		rand.Read(b[:])
-		f, err := r.OpenFile(parent+"/"+tmpPrefix+hex.EncodeToString(b[:]), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
+		name := tmpPrefix + hex.EncodeToString(b[:])
+		fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == unix.EEXIST {
 			continue
 		}
 		if err != nil {
-			return nil, mapErr(err)
+			return "", -1, mapErr(err)
 		}
-		return f, nil
+		return name, fd, nil
 	}
-	return nil, errors.New("memtool: cannot create a temporary file")
+	return "", -1, errors.New("memtool: cannot create a temporary file")
 }
 
 // Remove implements FS.
@@ -521,17 +713,19 @@ func (d *DirFS) Rename(_ context.Context, oldname, newname string) error {
 
 // Touch implements Toucher by setting the file's atime.
 func (d *DirFS) Touch(_ context.Context, name string, t time.Time) error {
+	if name == "" {
+		return nil
+	}
 	return d.do(func(r *os.Root) error {
-		if err := checkParents(r, name, false); err != nil {
-			return err
-		}
-		fi, err := r.Lstat(osName(name))
-		if err != nil {
-			return mapErr(err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return ErrSymlink
-		}
-		return mapErr(r.Chtimes(osName(name), t, time.Time{}))
+		return d.inParent(r, name, false, func(dfd int, base string) error {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return mapErr(err)
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return ErrSymlink
+			}
+			return setAtime(dfd, base, t)
+		})
 	})
 }

@@ -85,14 +85,19 @@
 // or edited, and create on it reports that the file exists; a path through a
 // link is refused with "Error: The path {path} is or goes through a symbolic
 // link, which the memory tool does not follow. …"; delete removes the link,
-// rename moves the link; listings omit links. DirFS checks every existing
-// ancestor with lstat and then operates through os.Root, so even a link
-// swapped in concurrently by another process cannot lead outside the root.
+// rename moves the link; listings omit links. DirFS resolves parents with
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) (or a component walk with
+// O_NOFOLLOW), or checks every existing ancestor with lstat and then
+// operates through os.Root, so even a link swapped in concurrently by
+// another process cannot lead outside the root.
 //
 // # Access times and expiry
 //
 // Tool.Sweep deletes files not accessed for a given duration. view, create,
 // str_replace and insert record the access with Toucher.Touch at
-// Options.Now(); DirFS stores it as the file's atime (set explicitly), MemFS
-// in memory.
+// Options.Now() (view when it reads a file, even if it then refuses to show
+// it); DirFS stores it as the file's atime (set explicitly: on the
+// descriptor's directory right after the read, and on the temporary file
+// before it is synced for a write, through TouchingFS, so no separate
+// path resolution), MemFS in memory.
 package memtool

@@ -268,10 +268,43 @@ func (t *Tool) lock(ctx context.Context, exclusive bool, names ...string) (func(
 
 func (t *Tool) touch(ctx context.Context, name string) {
 	if tc, ok := t.fs.(Toucher); ok {
-		if err := tc.Touch(ctx, name, t.opt.Now()); err != nil && t.opt.OnInternalError != nil {
-			t.opt.OnInternalError("touch", err)
-		}
+		t.touchFailed(tc.Touch(ctx, name, t.opt.Now()))
 	}
+}
+
+func (t *Tool) touchFailed(err error) {
+	if err != nil && t.opt.OnInternalError != nil {
+		t.opt.OnInternalError("touch", err)
+	}
+}
+
+// readTouch reads a file for view and records the access: in one call when
+// the FS is a TouchingFS (touched is then true), otherwise ReadFile alone
+// and the caller touches on success.
+func (t *Tool) readTouch(ctx context.Context, name string) (data []byte, touched bool, err error) {
+	if tf, ok := t.fs.(TouchingFS); ok {
+		data, _, touchErr, err := tf.ReadFileTouch(ctx, name, t.opt.MaxReadSize, t.opt.Now())
+		if err == nil {
+			t.touchFailed(touchErr)
+		}
+		return data, true, err
+	}
+	data, _, err = t.fs.ReadFile(ctx, name, t.opt.MaxReadSize)
+	return data, false, err
+}
+
+// writeTouch writes a file for create, str_replace or insert and records the
+// access, in one call when the FS is a TouchingFS.
+func (t *Tool) writeTouch(ctx context.Context, name string, data []byte, ifMatch Version) error {
+	if tf, ok := t.fs.(TouchingFS); ok {
+		_, err := tf.WriteFileTouch(ctx, name, data, ifMatch, t.opt.Now())
+		return err
+	}
+	if _, err := t.fs.WriteFile(ctx, name, data, ifMatch); err != nil {
+		return err
+	}
+	t.touch(ctx, name)
+	return nil
 }
 
 // internal maps a storage error that is none of the FS sentinels: a

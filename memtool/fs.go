@@ -161,3 +161,19 @@ type FS interface {
 type Toucher interface {
 	Touch(ctx context.Context, name string, t time.Time) error
 }
+
+// TouchingFS is implemented by backends that can record an access as part
+// of a read or a write, which saves the engine a separate Touch (for DirFS,
+// a path resolution and two system calls) per command. When the FS
+// implements it, view reads with ReadFileTouch and create, str_replace and
+// insert write with WriteFileTouch instead of calling Touch afterwards.
+type TouchingFS interface {
+	Toucher
+	// ReadFileTouch is ReadFile that, when the read succeeds, also records
+	// an access at t as Touch would. A failure to record the access does
+	// not fail the read: it is returned as touchErr, with the data.
+	ReadFileTouch(ctx context.Context, name string, maxBytes int64, t time.Time) (data []byte, v Version, touchErr, err error)
+	// WriteFileTouch is WriteFile whose new content is recorded as
+	// accessed at t.
+	WriteFileTouch(ctx context.Context, name string, data []byte, ifMatch Version, t time.Time) (Version, error)
+}
