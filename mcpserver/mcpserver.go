@@ -70,7 +70,6 @@ type Server struct {
 	svc    trove.Services
 	mounts []Mount
 	single bool
-	limits trove.Limits
 	opt    Options
 	tool   *storefs.Tool
 	mcp    *mcp.Server
@@ -97,7 +96,7 @@ func New(svc trove.Services, mounts []Mount, opt Options) (*Server, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, mounts: mounts, single: len(mounts) == 1 && !opt.Mounted, limits: opt.Limits, opt: opt}
+	s := &Server{svc: svc, mounts: mounts, single: len(mounts) == 1 && !opt.Mounted, opt: opt}
 	var fsys memtool.FS
 	if s.single {
 		fsys = storefs.New(svc, mounts[0].StoreID, storefs.Options{Limits: opt.Limits})
@@ -169,11 +168,19 @@ func (s *Server) instructions() string {
 	if s.single {
 		return "Memory is a directory of text files at " + memtool.RootPath + ", stored in a Trove memory store. Use the memory tool to view, create and edit files, and search to find them by content."
 	}
-	var dirs []string
-	for _, m := range s.mounts {
-		dirs = append(dirs, memtool.RootPath+"/"+m.Slug+"/")
+	return "Memory is a directory of text files at " + memtool.RootPath + "; each subdirectory is one Trove memory store: " + s.mountDirs() + ". Use the memory tool to view, create and edit files, and search to find them by content."
+}
+
+// mountRoot is the tool path of a mount's directory (several mounts).
+func mountRoot(slug string) string { return memtool.RootPath + "/" + slug }
+
+// mountDirs lists the mounts' directories, "/memories/<slug>/, …".
+func (s *Server) mountDirs() string {
+	dirs := make([]string, len(s.mounts))
+	for i, m := range s.mounts {
+		dirs[i] = mountRoot(m.Slug) + "/"
 	}
-	return "Memory is a directory of text files at " + memtool.RootPath + "; each subdirectory is one Trove memory store: " + strings.Join(dirs, ", ") + ". Use the memory tool to view, create and edit files, and search to find them by content."
+	return strings.Join(dirs, ", ")
 }
 
 // handleMemory runs one memory tool call.

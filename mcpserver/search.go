@@ -115,21 +115,17 @@ func (s *Server) targets(p memtool.Path) ([]target, string) {
 	if rel == "" {
 		var out []target
 		for _, m := range s.mounts {
-			out = append(out, target{storeID: m.StoreID, prefix: "/", display: memtool.RootPath + "/" + m.Slug})
+			out = append(out, target{storeID: m.StoreID, prefix: "/", display: mountRoot(m.Slug)})
 		}
 		return out, ""
 	}
 	slug, rest, _ := strings.Cut(rel, "/")
 	for _, m := range s.mounts {
 		if m.Slug == slug {
-			return []target{{storeID: m.StoreID, prefix: storePrefix(rest), display: memtool.RootPath + "/" + m.Slug}}, ""
+			return []target{{storeID: m.StoreID, prefix: storePrefix(rest), display: mountRoot(m.Slug)}}, ""
 		}
 	}
-	var dirs []string
-	for _, m := range s.mounts {
-		dirs = append(dirs, memtool.RootPath+"/"+m.Slug+"/")
-	}
-	return nil, fmt.Sprintf("The path_prefix %s is not inside a store's directory; use one of %s.", p.Raw, strings.Join(dirs, ", "))
+	return nil, fmt.Sprintf("The path_prefix %s is not inside a store's directory; use one of %s.", p.Raw, s.mountDirs())
 }
 
 func storePrefix(rel string) string {
@@ -150,65 +146,88 @@ func (s *Server) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*m
 		return errorResult("%s", msg), nil
 	}
 	ctx = s.ctx(ctx)
-	needle := strings.ToLower(a.query)
-	var sb strings.Builder
-	found, more := 0, false
-scan:
+	r := &searchRun{needle: strings.ToLower(a.query), limit: a.limit}
 	for _, t := range targets {
-		if err := trove.ValidatePathPrefix(t.prefix, s.limits.MaxPathBytes, s.limits.MaxPathSegments); err != nil {
-			continue // no memory can live there
+		if res := s.searchTarget(ctx, t, r); res != nil {
+			return res, nil
 		}
-		cursor := ""
-		for {
-			page, err := s.svc.ListMemories(ctx, t.storeID, trove.ListMemoriesParams{
-				PathPrefix: t.prefix, Limit: s.limits.MaxFullPageSize, Cursor: cursor, View: trove.ViewFull,
-			})
-			if err != nil {
-				s.opt.Logger.Error("search: list memories", "store", t.storeID, "err", err)
-				switch trove.ErrorCode(err) {
-				case trove.EINVALID, trove.EFORBIDDEN, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
-					return errorResult("The memory store refused the search: %s.", trove.ErrorMessage(err)), nil
-				}
-				return errorResult("The search failed because of a storage error. Try again later."), nil
-			}
-			for _, it := range page.Data {
-				if it.Memory == nil || it.Memory.Content == nil {
-					continue
-				}
-				path := t.display + it.Memory.Path
-				snip, n := matchLines(*it.Memory.Content, needle)
-				if n == 0 && !strings.Contains(strings.ToLower(path), needle) {
-					continue
-				}
-				if found == a.limit {
-					more = true
-					break scan
-				}
-				found++
-				sb.WriteString("\n" + path)
-				if n == 0 {
-					sb.WriteString(" (the path matches)")
-				}
-				sb.WriteString(snip)
-				if n > snippetLines {
-					fmt.Fprintf(&sb, "\n       ... %d more matching lines", n-snippetLines)
-				}
-			}
-			if page.NextPage == "" {
-				break
-			}
-			cursor = page.NextPage
+		if r.more {
+			break
 		}
 	}
 	where := a.prefix.Raw
-	if found == 0 {
+	if r.found == 0 {
 		return textResult(fmt.Sprintf("No memory under %s matches %s.", where, strconv.Quote(a.query))), nil
 	}
-	head := fmt.Sprintf("Found %d memories under %s matching %s", found, where, strconv.Quote(a.query))
-	if more {
+	head := fmt.Sprintf("Found %d memories under %s matching %s", r.found, where, strconv.Quote(a.query))
+	if r.more {
 		head += fmt.Sprintf(" (showing the first %d; raise limit or narrow path_prefix to see more)", a.limit)
 	}
-	return textResult(head + ":" + sb.String()), nil
+	return textResult(head + ":" + r.sb.String()), nil
+}
+
+// searchRun collects the matches of one search.
+type searchRun struct {
+	needle string // the lower-case query
+	limit  int
+	found  int
+	more   bool // a match beyond limit was seen
+	sb     strings.Builder
+}
+
+// add lists the memory at tool path path if it matches; it returns false
+// once a match beyond the limit is seen.
+func (r *searchRun) add(path, content string) bool {
+	snip, n := matchLines(content, r.needle)
+	if n == 0 && !strings.Contains(strings.ToLower(path), r.needle) {
+		return true
+	}
+	if r.found == r.limit {
+		r.more = true
+		return false
+	}
+	r.found++
+	r.sb.WriteString("\n" + path)
+	if n == 0 {
+		r.sb.WriteString(" (the path matches)")
+	}
+	r.sb.WriteString(snip)
+	if n > snippetLines {
+		fmt.Fprintf(&r.sb, "\n       ... %d more matching lines", n-snippetLines)
+	}
+	return true
+}
+
+// searchTarget adds the memories of t to r until r is full. It returns the
+// tool result to give when the store cannot be listed, else nil.
+func (s *Server) searchTarget(ctx context.Context, t target, r *searchRun) *mcp.CallToolResult {
+	lim := s.opt.Limits
+	if err := trove.ValidatePathPrefix(t.prefix, lim.MaxPathBytes, lim.MaxPathSegments); err != nil {
+		return nil // no memory can live there
+	}
+	cursor := ""
+	for {
+		page, err := s.svc.ListMemories(ctx, t.storeID, trove.ListMemoriesParams{
+			PathPrefix: t.prefix, Limit: lim.MaxFullPageSize, Cursor: cursor, View: trove.ViewFull,
+		})
+		if err != nil {
+			s.opt.Logger.Error("search: list memories", "store", t.storeID, "err", err)
+			switch trove.ErrorCode(err) {
+			case trove.EINVALID, trove.EFORBIDDEN, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
+				return errorResult("The memory store refused the search: %s.", trove.ErrorMessage(err))
+			}
+			return errorResult("The search failed because of a storage error. Try again later.")
+		}
+		for _, it := range page.Data {
+			if it.Memory != nil && it.Memory.Content != nil && !r.add(t.display+it.Memory.Path, *it.Memory.Content) {
+				return nil
+			}
+		}
+		if page.NextPage == "" {
+			return nil
+		}
+		cursor = page.NextPage
+	}
 }
 
 // matchLines returns up to snippetLines numbered matching lines of content
