@@ -187,12 +187,7 @@ func (n *node) child(name string) string {
 }
 
 func fillAttr(a vfs.Attr, out *fuse.Attr) {
-	out.Mode = uint32(a.Mode.Perm())
-	if a.Dir {
-		out.Mode |= syscall.S_IFDIR
-	} else {
-		out.Mode |= syscall.S_IFREG
-	}
+	out.Mode = uint32(a.Mode.Perm()) | stable(a).Mode
 	out.Size = uint64(a.Size)
 	out.Blocks = (out.Size + 511) / 512
 	out.Blksize = 4096

@@ -72,64 +72,29 @@ func (sf *storeFlags) openServices(ctx context.Context, cmd *cobra.Command) (tro
 // and gives each a distinct mount name from the slug of its name. It
 // returns EINVALID for an unknown or ambiguous name, or a store given twice.
 func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]trove.Store, []string, error) {
-	var all []trove.Store
-	loaded := false
+	var all []trove.Store // every store, listed at the first name
 	var stores []trove.Store
 	var slugs []string
 	seen := map[string]bool{}
 	used := map[string]bool{}
 	for _, ref := range refs {
 		var st *trove.Store
+		var err error
 		if strings.HasPrefix(ref, trove.PrefixStore) {
-			s, err := svc.GetStore(ctx, ref)
-			if err != nil {
-				if trove.ErrorCode(err) == trove.ENOTFOUND {
-					return nil, nil, trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
-				}
-				return nil, nil, err
+			st, err = svc.GetStore(ctx, ref)
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				err = trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
 			}
-			st = s
 		} else {
-			if !loaded {
-				cursor := ""
-				for {
-					page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
-					if err != nil {
-						return nil, nil, err
-					}
-					all = append(all, page.Data...)
-					if page.NextPage == "" {
-						break
-					}
-					cursor = page.NextPage
-				}
-				loaded = true
-			}
-			var matches []trove.Store
-			for _, s := range all {
-				if s.Name == ref {
-					matches = append(matches, s)
+			if all == nil {
+				if all, err = listAllStores(ctx, svc); err != nil {
+					return nil, nil, err
 				}
 			}
-			switch len(matches) {
-			case 0:
-				var names []string
-				for _, s := range all {
-					names = append(names, strconv.Quote(s.Name))
-				}
-				if len(names) == 0 {
-					return nil, nil, trove.Errorf(trove.EINVALID, "no store named %q: the workspace has no stores yet (create one with the API or the console)", ref)
-				}
-				return nil, nil, trove.Errorf(trove.EINVALID, "no store named %q; the stores are %s", ref, strings.Join(names, ", "))
-			case 1:
-				st = &matches[0]
-			default:
-				var ids []string
-				for _, s := range matches {
-					ids = append(ids, s.ID)
-				}
-				return nil, nil, trove.Errorf(trove.EINVALID, "%d stores are named %q; pass one of their IDs: %s", len(matches), ref, strings.Join(ids, ", "))
-			}
+			st, err = storeNamed(all, ref)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 		if seen[st.ID] {
 			return nil, nil, trove.Errorf(trove.EINVALID, "store %s (%q) is given twice", st.ID, st.Name)
@@ -147,6 +112,52 @@ func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]tr
 		slugs = append(slugs, slug)
 	}
 	return stores, slugs, nil
+}
+
+// listAllStores lists every store of the workspace, never nil.
+func listAllStores(ctx context.Context, svc trove.Services) ([]trove.Store, error) {
+	all := []trove.Store{}
+	cursor := ""
+	for {
+		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Data...)
+		if page.NextPage == "" {
+			return all, nil
+		}
+		cursor = page.NextPage
+	}
+}
+
+// storeNamed returns the one store of all named name; EINVALID naming the
+// stores there are when none is, or their IDs when several are.
+func storeNamed(all []trove.Store, name string) (*trove.Store, error) {
+	var matches []trove.Store
+	for _, s := range all {
+		if s.Name == name {
+			matches = append(matches, s)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		if len(all) == 0 {
+			return nil, trove.Errorf(trove.EINVALID, "no store named %q: the workspace has no stores yet (create one with the API or the console)", name)
+		}
+		names := make([]string, len(all))
+		for i, s := range all {
+			names[i] = strconv.Quote(s.Name)
+		}
+		return nil, trove.Errorf(trove.EINVALID, "no store named %q; the stores are %s", name, strings.Join(names, ", "))
+	case 1:
+		return &matches[0], nil
+	}
+	ids := make([]string, len(matches))
+	for i, s := range matches {
+		ids[i] = s.ID
+	}
+	return nil, trove.Errorf(trove.EINVALID, "%d stores are named %q; pass one of their IDs: %s", len(matches), name, strings.Join(ids, ", "))
 }
 
 func newMCPCmd(e *env) *cobra.Command {

@@ -77,8 +77,8 @@ func appendNotice(root, store string, r *syncer.Report) {
 	for _, c := range r.Conflicts {
 		fmt.Fprintf(&b, "- [%s] %s changed in the store while you edited it: the store's version is at %s, yours was saved as %s\n", store, c.Path, c.Path, c.CopyPath)
 	}
-	for _, p := range r.Refused {
-		if r.Counts[syncer.KindRefuse] > 0 {
+	if r.Counts[syncer.KindRefuse] > 0 { // newly refused this pass
+		for _, p := range r.Refused {
 			fmt.Fprintf(&b, "- [%s] %s is not saved to the store: %s\n", store, p.Path, p.Reason)
 		}
 	}

@@ -92,9 +92,9 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 				return err
 			}
 			defer eng.Close()
-			mode := "read_write"
+			mode := trove.AccessReadWrite
 			if readOnly {
-				mode = "read_only"
+				mode = trove.AccessReadOnly
 			}
 			fmt.Fprintf(e.stderr, "syncing %s with store %q (%s, %s); state in %s\n", absDir, st.Name, st.ID, mode, state)
 			if once {
@@ -182,19 +182,18 @@ func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
 		return
 	}
 	var parts []string
-	kinds := make([]string, 0, len(r.Counts))
 	for k, n := range r.Counts {
 		if n > 0 && k != syncer.KindMarkAbsent {
-			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
-	sort.Strings(kinds)
-	parts = append(parts, kinds...)
+	sort.Strings(parts)
 	if len(r.PendingDeletes) > 0 {
 		parts = append(parts, fmt.Sprintf("%d deletes waiting", len(r.PendingDeletes)))
 	}
-	if len(parts) > 0 || always {
-		if len(parts) == 0 {
+	did := len(parts) > 0
+	if did || always {
+		if !did {
 			parts = []string{"nothing to do"}
 		}
 		fmt.Fprintf(w, "sync: %s\n", strings.Join(parts, ", "))
@@ -206,8 +205,8 @@ func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
 		}
 		fmt.Fprintf(w, "conflict: %s changed on both sides; the store's version was kept, yours is saved as %s (%s)\n", c.Path, c.CopyPath, where)
 	}
-	for _, p := range r.Refused {
-		if always || len(parts) > 0 {
+	if did || always {
+		for _, p := range r.Refused {
 			fmt.Fprintf(w, "not synced: %s: %s (kept locally)\n", p.Path, p.Reason)
 		}
 	}
