@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,8 +31,8 @@ import (
 func init() { register(newBenchCmd) }
 
 func newBenchCmd(e *env) *cobra.Command {
-	var n int
-	var conc string
+	var n, rounds int
+	var conc, clients string
 	var authCaches []time.Duration
 	var dir, cpuprofile string
 	cmd := &cobra.Command{
@@ -40,7 +42,17 @@ func newBenchCmd(e *env) *cobra.Command {
 HTTP API (a real loopback server over core and SQLite in a temporary
 directory) at each concurrency, next to raw SQLite rates measured in the same
 run (sqlite.RawBaseline): one durable update+version-insert transaction per
-write, and a point read.`,
+write, and a point read.
+
+Each round measures the raw baseline and then the HTTP API; with several
+rounds every figure is the median round's, and "range" gives the lowest and
+highest ratio over the rounds (the machine is noisy: read the ratios).
+
+The load generator runs in the same process and shares the CPU with the
+server. --client lean (the default) is a minimal keep-alive HTTP/1.1 client:
+one connection per client goroutine, one request at a time (no pipelining),
+the whole response read and checked; --client net/http uses Go's
+http.Client, which costs about as much CPU as the server does per request.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cs []int
@@ -51,8 +63,25 @@ write, and a point read.`,
 				}
 				cs = append(cs, c)
 			}
+			var cls []string
+			for f := range strings.SplitSeq(clients, ",") {
+				switch f = strings.TrimSpace(f); f {
+				case clientLean, clientNetHTTP:
+					cls = append(cls, f)
+				default:
+					return fmt.Errorf("--client: bad value %q (want %s or %s)", f, clientLean, clientNetHTTP)
+				}
+			}
 			if n < 1 {
 				return fmt.Errorf("--n must be at least 1")
+			}
+			if rounds < 1 {
+				return fmt.Errorf("--rounds must be at least 1")
+			}
+			for _, c := range authCaches {
+				if c < 0 {
+					return fmt.Errorf("--auth-cache must not be negative, got %s", c)
+				}
 			}
 			if dir == "" {
 				d, err := os.MkdirTemp("", "trove-bench-")
@@ -73,15 +102,32 @@ write, and a point read.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return runBench(e.ctx, e.stdout, dir, n, cs, authCaches)
+			return runBench(e.ctx, e.stdout, benchConfig{dir: dir, n: n, rounds: rounds, concs: cs, authCaches: authCaches, clients: cls})
 		},
 	}
 	cmd.Flags().IntVar(&n, "n", 1000, "operations per measurement")
+	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of measurements; figures are the median round's")
 	cmd.Flags().DurationSliceVar(&authCaches, "auth-cache", []time.Duration{defaultAuthCache}, "credential cache TTLs to measure (core.Options.AuthCacheTTL, as trove serve --auth-cache; 0: a database read per request)")
 	cmd.Flags().StringVar(&conc, "concurrency", "1,16", "comma-separated client concurrencies")
+	cmd.Flags().StringVar(&clients, "client", clientLean, "comma-separated load generators: "+clientLean+" (minimal HTTP/1.1) or "+clientNetHTTP+" (Go's http.Client)")
 	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the databases (default: a temporary one, removed after)")
 	return cmd
+}
+
+// Load generators of trove bench.
+const (
+	clientLean    = "lean"
+	clientNetHTTP = "net/http"
+)
+
+// benchConfig is what trove bench measures.
+type benchConfig struct {
+	dir        string
+	n, rounds  int
+	concs      []int
+	authCaches []time.Duration
+	clients    []string
 }
 
 // benchResult is one measurement.
@@ -131,50 +177,129 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 	return benchResult{op: name, conc: conc, n: n, errors: errs.Load(), elapsed: elapsed, p50: pct(0.50), p99: pct(0.99)}
 }
 
-func runBench(ctx context.Context, out io.Writer, dir string, n int, concs []int, authCaches []time.Duration) error {
-	fmt.Fprintf(out, "trove bench: n=%d per measurement, concurrency %v, data in %s\n\n", n, concs, dir)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\terrors\tvs raw\t")
-	raw := map[int][2]float64{}
-	for _, c := range concs {
-		d := filepath.Join(dir, fmt.Sprintf("raw-c%d", c))
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
+// benchKey names one line of the report.
+type benchKey struct {
+	op     string
+	conc   int
+	cache  time.Duration
+	client string
+}
+
+func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
+	fmt.Fprintf(out, "trove bench: n=%d per measurement, concurrency %v, %d round(s), client %s, data in %s\n\n",
+		cfg.n, cfg.concs, cfg.rounds, strings.Join(cfg.clients, ","), cfg.dir)
+	rawW := map[int][]float64{}
+	rawR := map[int][]float64{}
+	var keys []benchKey
+	results := map[benchKey][]benchResult{}
+	ratios := map[benchKey][]float64{}
+	for round := range cfg.rounds {
+		rawRound := map[int][2]float64{}
+		for _, c := range cfg.concs {
+			d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-raw-c%d", round, c))
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return err
+			}
+			w, r, err := sqlite.RawBaseline(ctx, d, c, cfg.n)
+			if err != nil {
+				return fmt.Errorf("raw baseline: %w", err)
+			}
+			rawW[c] = append(rawW[c], w)
+			rawR[c] = append(rawR[c], r)
+			rawRound[c] = [2]float64{w, r}
 		}
-		w, r, err := sqlite.RawBaseline(ctx, d, c, n)
-		if err != nil {
-			return fmt.Errorf("raw baseline: %w", err)
+		for _, cl := range cfg.clients {
+			for _, cache := range cfg.authCaches {
+				d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-http-%s-%s", round, strings.ReplaceAll(cl, "/", ""), cache))
+				rs, err := httpBench(ctx, d, cfg.n, cfg.concs, cache, cl)
+				if err != nil {
+					return err
+				}
+				for _, r := range rs {
+					k := benchKey{r.op, r.conc, cache, cl}
+					if round == 0 {
+						keys = append(keys, k)
+					}
+					results[k] = append(results[k], r)
+					switch r.op {
+					case "create", "update":
+						ratios[k] = append(ratios[k], r.rate()/rawRound[r.conc][0])
+					case "get":
+						ratios[k] = append(ratios[k], r.rate()/rawRound[r.conc][1])
+					}
+				}
+			}
 		}
-		raw[c] = [2]float64{w, r}
-		fmt.Fprintf(tw, "raw write (1 txn/write)\t%d\t%.0f\t\t\t\t\t\n", c, w)
-		fmt.Fprintf(tw, "raw point read\t%d\t%.0f\t\t\t\t\t\n", c, r)
 	}
-	for _, cache := range authCaches {
-		results, err := httpBench(ctx, filepath.Join(dir, fmt.Sprintf("http-%s", cache)), n, concs, cache)
-		if err != nil {
-			return err
+
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\terrors\tvs raw (median)\trange\t")
+	for _, c := range cfg.concs {
+		fmt.Fprintf(tw, "raw write (1 txn/write)\t%d\t%.0f\t\t\t\t\t%s\t\n", c, median(rawW[c]), spread(rawW[c], "%.0f"))
+		fmt.Fprintf(tw, "raw point read\t%d\t%.0f\t\t\t\t\t%s\t\n", c, median(rawR[c]), spread(rawR[c], "%.0f"))
+	}
+	for _, k := range keys {
+		rs := results[k]
+		// The median round by rate, whose latencies are shown with it.
+		sorted := slices.SortedFunc(slices.Values(rs), func(a, b benchResult) int { return cmp.Compare(a.rate(), b.rate()) })
+		r := sorted[len(sorted)/2]
+		var errs int64
+		for _, x := range rs {
+			errs += x.errors
 		}
-		for _, r := range results {
-			ratio := ""
-			base := raw[r.conc]
-			switch r.op {
+		name := "http " + k.op
+		var tags []string
+		if k.cache != defaultAuthCache {
+			tags = append(tags, "auth cache "+k.cache.String())
+		}
+		if len(cfg.clients) > 1 || k.client != clientLean {
+			tags = append(tags, k.client)
+		}
+		if len(tags) > 0 {
+			name += " (" + strings.Join(tags, ", ") + ")"
+		}
+		ratio, rng := "", ""
+		if rt := ratios[k]; len(rt) > 0 {
+			switch k.op {
 			case "create", "update":
-				ratio = fmt.Sprintf("%.2f× raw write", r.rate()/base[0])
+				ratio = fmt.Sprintf("%.2f× raw write", median(rt))
+				rng = spread(rt, "%.2f×")
 			case "get":
-				ratio = fmt.Sprintf("%.0f%% raw read", 100*r.rate()/base[1])
+				ratio = fmt.Sprintf("%.0f%% raw read", 100*median(rt))
+				rng = spread(scaled(rt, 100), "%.0f%%")
 			}
-			name := "http " + r.op
-			if cache != defaultAuthCache {
-				name += fmt.Sprintf(" (auth cache %s)", cache)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t\n", name, r.conc, r.rate(), r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors, ratio)
 		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t%s\t\n", name, k.conc, r.rate(),
+			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), errs, ratio, rng)
 	}
 	return tw.Flush()
 }
 
-// httpBench measures the API on a loopback server over core and SQLite.
-func httpBench(ctx context.Context, dir string, n int, concs []int, authCache time.Duration) ([]benchResult, error) {
+// median returns the median of xs (the upper one for an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	return s[len(s)/2]
+}
+
+// spread formats the lowest and highest of xs, "" for a single value.
+func spread(xs []float64, format string) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(format+"–"+format, slices.Min(xs), slices.Max(xs))
+}
+
+func scaled(xs []float64, f float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x * f
+	}
+	return out
+}
+
+// httpBench measures the API on a loopback server over core and SQLite,
+// driven by the load generator client (clientLean or clientNetHTTP).
+func httpBench(ctx context.Context, dir string, n int, concs []int, authCache time.Duration, client string) ([]benchResult, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -195,79 +320,221 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 	srv := &http.Server{Handler: httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits()})}
 	go srv.Serve(ln)
 	defer srv.Close()
-	base := "http://" + ln.Addr().String()
+	addr := ln.Addr().String()
 	maxC := slices.Max(concs)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * maxC, MaxIdleConnsPerHost: 2 * maxC, DisableCompression: true}}
-	do := func(method, url string, body []byte, out any) error {
-		var rd io.Reader
-		if body != nil {
-			rd = bytes.NewReader(body)
+
+	// call sends one request from client goroutine g and decodes a 200
+	// response into out (when not nil); anything else is an error.
+	var call func(g int, method, path string, body []byte, out any) error
+	switch client {
+	case clientNetHTTP:
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * maxC, MaxIdleConnsPerHost: 2 * maxC, DisableCompression: true}}
+		defer hc.CloseIdleConnections()
+		call = func(_ int, method, path string, body []byte, out any) error {
+			var rd io.Reader
+			if body != nil {
+				rd = bytes.NewReader(body)
+			}
+			req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			res, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body) // to EOF, so the connection is reused
+			if err != nil {
+				return err
+			}
+			if res.StatusCode != 200 {
+				return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
+			}
+			if out == nil {
+				return nil
+			}
+			return json.Unmarshal(b, out)
 		}
-		req, err := http.NewRequestWithContext(ctx, method, url, rd)
-		if err != nil {
-			return err
+	default:
+		conns := make([]*leanConn, maxC)
+		for g := range conns {
+			conns[g] = &leanConn{addr: addr, auth: key}
 		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
+		defer func() {
+			for _, c := range conns {
+				c.close()
+			}
+		}()
+		call = func(g int, method, path string, body []byte, out any) error {
+			status, b, err := conns[g].do(method, path, body)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", method, path, err)
+			}
+			if status != 200 {
+				return fmt.Errorf("%s %s: %d %s", method, path, status, b)
+			}
+			if out == nil {
+				return nil
+			}
+			return json.Unmarshal(b, out)
 		}
-		res, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
-		if res.StatusCode != 200 {
-			b, _ := io.ReadAll(res.Body)
-			return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, b)
-		}
-		b, err := io.ReadAll(res.Body) // to EOF, so the connection is reused
-		if err != nil || out == nil {
-			return err
-		}
-		return json.Unmarshal(b, out)
 	}
+
 	var st struct {
 		ID string `json:"id"`
 	}
-	if err := do("POST", base+"/v1/memory_stores", []byte(`{"name":"bench"}`), &st); err != nil {
+	if err := call(0, "POST", "/v1/memory_stores", []byte(`{"name":"bench"}`), &st); err != nil {
 		return nil, err
 	}
-	mems := base + "/v1/memory_stores/" + st.ID + "/memories"
+	mems := "/v1/memory_stores/" + st.ID + "/memories"
 	content := strings.Repeat("x", 200)
 	var results []benchResult
 	for _, c := range concs {
 		ids := make([]string, n)
 		var firstErr error
 		var once sync.Once
+		fail := func(err error) error {
+			if err != nil {
+				once.Do(func() { firstErr = err })
+			}
+			return err
+		}
 		create := measure("create", c, n, func(g, i int) error {
 			body, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("/c%d/g%d/m%06d.md", c, g, i), "content": content})
 			var m struct {
 				ID string `json:"id"`
 			}
-			err := do("POST", mems, body, &m)
-			if err != nil {
-				once.Do(func() { firstErr = err })
-			}
+			err := call(g, "POST", mems, body, &m)
 			ids[i] = m.ID
-			return err
+			return fail(err)
 		})
 		if firstErr != nil {
 			return nil, firstErr
 		}
-		// Each goroutine updates memories of its own stripe, so updates do
-		// not contend on one row.
+		// Each memory is updated once, so updates do not contend on one row.
 		update := measure("update", c, n, func(g, i int) error {
 			body, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("%s %d", content, i)})
-			return do("POST", mems+"/"+ids[i], body, nil)
+			return fail(call(g, "POST", mems+"/"+ids[i], body, nil))
 		})
 		get := measure("get", c, n, func(g, i int) error {
-			return do("GET", mems+"/"+ids[(i*7919)%n], nil, nil)
+			return fail(call(g, "GET", mems+"/"+ids[(i*7919)%n], nil, nil))
 		})
 		list := measure("list", c, n, func(g, i int) error {
-			return do("GET", fmt.Sprintf("%s?path_prefix=/c%d/g%d/&limit=20", mems, c, i%c), nil, nil)
+			return fail(call(g, "GET", fmt.Sprintf("%s?path_prefix=/c%d/g%d/&limit=20", mems, c, i%c), nil, nil))
 		})
+		if firstErr != nil {
+			return nil, firstErr
+		}
 		results = append(results, create, update, get, list)
 	}
 	return results, nil
+}
+
+// leanConn is trove bench's minimal HTTP/1.1 client: one keep-alive
+// connection, one request at a time, the whole response read (it needs a
+// Content-Length; chunked responses are refused). It is not safe for
+// concurrent use.
+type leanConn struct {
+	addr, auth string
+	c          net.Conn
+	br         *bufio.Reader
+	req, body  []byte
+}
+
+// do sends one request and returns the status and the body, which is valid
+// until the next call. On any error the connection is dropped (the next
+// call dials again).
+func (lc *leanConn) do(method, path string, body []byte) (status int, resp []byte, err error) {
+	defer func() {
+		if err != nil {
+			lc.close()
+		}
+	}()
+	if lc.c == nil {
+		c, err := net.Dial("tcp", lc.addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		lc.c, lc.br = c, bufio.NewReaderSize(c, 16<<10)
+	}
+	r := append(lc.req[:0], method...)
+	r = append(r, ' ')
+	r = append(r, path...)
+	r = append(r, " HTTP/1.1\r\nHost: trove-bench\r\nAuthorization: Bearer "...)
+	r = append(r, lc.auth...)
+	r = append(r, "\r\nanthropic-beta: "+httpapi.BetaAgentMemory+"\r\n"...)
+	if body != nil {
+		r = append(r, "Content-Type: application/json\r\nContent-Length: "...)
+		r = strconv.AppendInt(r, int64(len(body)), 10)
+		r = append(r, "\r\n"...)
+	}
+	r = append(r, "\r\n"...)
+	r = append(r, body...)
+	lc.req = r
+	if _, err := lc.c.Write(r); err != nil {
+		return 0, nil, err
+	}
+	line, err := lc.br.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, nil, fmt.Errorf("bad status line %q", line)
+	}
+	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return 0, nil, fmt.Errorf("bad status line %q", line)
+	}
+	length, closing := -1, false
+	for {
+		h, err := lc.br.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		h = bytes.TrimRight(h, "\r\n")
+		if len(h) == 0 {
+			break
+		}
+		name, val, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			return 0, nil, fmt.Errorf("bad header line %q", h)
+		}
+		val = bytes.TrimSpace(val)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(val)); err != nil || length < 0 {
+				return 0, nil, fmt.Errorf("bad Content-Length %q", val)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return 0, nil, fmt.Errorf("unsupported Transfer-Encoding %q", val)
+		case bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(val, []byte("close")):
+			closing = true
+		}
+	}
+	if length < 0 {
+		return 0, nil, fmt.Errorf("response without Content-Length")
+	}
+	if cap(lc.body) < length {
+		lc.body = make([]byte, length)
+	}
+	lc.body = lc.body[:length]
+	if _, err := io.ReadFull(lc.br, lc.body); err != nil {
+		return 0, nil, err
+	}
+	if closing {
+		lc.close()
+	}
+	return status, lc.body, nil
+}
+
+func (lc *leanConn) close() {
+	if lc.c != nil {
+		lc.c.Close()
+		lc.c, lc.br = nil, nil
+	}
 }
