@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,15 +215,6 @@ func removeFile(t testing.TB, dir, p string) {
 	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // counting wraps the real services and counts calls by method, and content

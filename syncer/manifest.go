@@ -59,11 +59,6 @@ type StatKey struct {
 	CtimeNs int64  `json:"ctime_ns,omitempty"`
 }
 
-// empty reports whether e holds nothing worth keeping.
-func (e *Entry) empty() bool {
-	return e.MemoryID == "" && e.BaseSHA == "" && e.RefusedSHA == "" && e.AbsentSince.IsZero()
-}
-
 // loadManifest reads stateDir/manifest.json, or returns a new manifest when
 // there is none. It returns EINVALID if the manifest belongs to another store
 // or directory: a state directory serves exactly one pair.

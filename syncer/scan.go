@@ -77,20 +77,13 @@ func (s *scanner) scan() (*Scan, error) {
 			if rel == "." {
 				return err
 			}
-			out.Skipped = append(out.Skipped, Problem{Path: "/" + rel, Reason: "cannot read: " + err.Error()})
-			out.Blocked = append(out.Blocked, "/"+rel, "/"+rel+"/")
+			out.block("/"+rel, "cannot read: "+err.Error())
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if rel == "." {
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if isTempName(d.Name()) {
+		if rel == "." || d.IsDir() || isTempName(d.Name()) {
 			return nil
 		}
 		p := "/" + rel
@@ -99,8 +92,7 @@ func (s *scanner) scan() (*Scan, error) {
 			if d.Type()&fs.ModeSymlink != 0 {
 				what = "symbolic link"
 			}
-			out.Skipped = append(out.Skipped, Problem{Path: p, Reason: what + " is not synced"})
-			out.Blocked = append(out.Blocked, p, p+"/")
+			out.block(p, what+" is not synced")
 			return nil
 		}
 		info, err := d.Info()
@@ -122,8 +114,7 @@ func (s *scanner) scan() (*Scan, error) {
 			return nil // vanished during the walk: absent
 		}
 		if err != nil {
-			out.Skipped = append(out.Skipped, Problem{Path: p, Reason: "cannot read: " + err.Error()})
-			out.Blocked = append(out.Blocked, p, p+"/")
+			out.block(p, "cannot read: "+err.Error())
 			return nil
 		}
 		out.Hashed++
@@ -138,6 +129,13 @@ func (s *scanner) scan() (*Scan, error) {
 	}
 	sort.Slice(out.Skipped, func(i, j int) bool { return out.Skipped[i].Path < out.Skipped[j].Path })
 	return out, nil
+}
+
+// block skips store path p for reason and leaves it, and everything below
+// it, alone on both sides.
+func (sc *Scan) block(p, reason string) {
+	sc.Skipped = append(sc.Skipped, Problem{Path: p, Reason: reason})
+	sc.Blocked = append(sc.Blocked, p, p+"/")
 }
 
 // trusted reports whether a hash taken at hashedAt may stand for key.
