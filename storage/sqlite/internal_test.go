@@ -368,20 +368,18 @@ func TestTranslate(t *testing.T) {
 // index-driven never scan a table nor sort in a temporary B-tree.
 func TestQueryPlansUseIndexes(t *testing.T) {
 	db := openInternal(t, Options{})
-	ov := overlapQueries("memstore_1", "/a/b/c", "mem_1")
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	queries := map[string]sqlQuery{
-		"overlap exact+ancestors": ov[0],
-		"overlap descendants":     ov[1],
-		"list all":                memoryListQuery(storage.MemoryListParams{StoreID: "s", Limit: 20}),
-		"list prefix":             memoryListQuery(storage.MemoryListParams{StoreID: "s", Prefix: "/a/", Limit: 20}),
-		"list prefix from":        memoryListQuery(storage.MemoryListParams{StoreID: "s", Prefix: "/a/", From: "/a/m", Limit: 20, WithContent: true}),
-		"versions of store":       versionListQuery(storage.VersionListParams{StoreID: "s", Limit: 20}),
-		"versions paged":          versionListQuery(storage.VersionListParams{StoreID: "s", Before: &storage.Position{CreatedAt: ts, ID: "v"}, Limit: 20}),
-		"versions of memory":      versionListQuery(storage.VersionListParams{StoreID: "s", MemoryID: "m", Limit: 20}),
-		"versions of session":     versionListQuery(storage.VersionListParams{StoreID: "s", SessionID: "sesn", Limit: 20}),
-		"versions of api key":     versionListQuery(storage.VersionListParams{StoreID: "s", APIKeyID: "k", Limit: 20}),
-		"delete expired":          {deleteExpiredSQL, []any{int64(1)}},
+		"overlap":             overlapQuery("memstore_1", "/a/b/c", "mem_1"),
+		"list all":            memoryListQuery(storage.MemoryListParams{StoreID: "s", Limit: 20}),
+		"list prefix":         memoryListQuery(storage.MemoryListParams{StoreID: "s", Prefix: "/a/", Limit: 20}),
+		"list prefix from":    memoryListQuery(storage.MemoryListParams{StoreID: "s", Prefix: "/a/", From: "/a/m", Limit: 20, WithContent: true}),
+		"versions of store":   versionListQuery(storage.VersionListParams{StoreID: "s", Limit: 20}),
+		"versions paged":      versionListQuery(storage.VersionListParams{StoreID: "s", Before: &storage.Position{CreatedAt: ts, ID: "v"}, Limit: 20}),
+		"versions of memory":  versionListQuery(storage.VersionListParams{StoreID: "s", MemoryID: "m", Limit: 20}),
+		"versions of session": versionListQuery(storage.VersionListParams{StoreID: "s", SessionID: "sesn", Limit: 20}),
+		"versions of api key": versionListQuery(storage.VersionListParams{StoreID: "s", APIKeyID: "k", Limit: 20}),
+		"delete expired":      {deleteExpiredSQL, []any{int64(1)}},
 	}
 	for name, q := range queries {
 		rows, err := db.rdb.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)

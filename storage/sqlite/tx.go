@@ -322,8 +322,10 @@ func scanStore(r rowScanner, s *trove.Store) error {
 		return err
 	}
 	s.Metadata = map[string]string{}
-	if err := json.Unmarshal([]byte(meta), &s.Metadata); err != nil {
-		return fmt.Errorf("sqlite: store %s: bad metadata: %w", s.ID, err)
+	if meta != "{}" { // what metadataJSON stores for none: skip the decoder
+		if err := json.Unmarshal([]byte(meta), &s.Metadata); err != nil {
+			return fmt.Errorf("sqlite: store %s: bad metadata: %w", s.ID, err)
+		}
 	}
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
@@ -540,16 +542,13 @@ func ancestors(p string) []string {
 // MemoryFindOverlap returns a live memory other than excludeID whose path
 // equals path, is an ancestor of it or a descendant of it (whole segments),
 // or nil. The same path or the deepest ancestor is preferred to a
-// descendant. Both lookups are driven by the (store_id, path) index: an IN
-// list of the path and its ancestors, and the range [path+"/", path+"0")
-// ('0' is '/'+1) for descendants.
+// descendant. It is one statement of two lookups driven by the
+// (store_id, path) index: an IN list of the path and its ancestors, and the
+// range [path+"/", path+"0") ('0' is '/'+1) for descendants; a table row is
+// read only for a match.
 func (t *tx) MemoryFindOverlap(ctx context.Context, storeID, path, excludeID string) (*trove.Memory, error) {
-	q := overlapQueries(storeID, path, excludeID)
-	m, err := t.findOne(ctx, q[0].sql, q[0].args...)
-	if m != nil || err != nil {
-		return m, err
-	}
-	return t.findOne(ctx, q[1].sql, q[1].args...)
+	q := overlapQuery(storeID, path, excludeID)
+	return t.findOne(ctx, q.sql, q.args...)
 }
 
 // sqlQuery is a statement with its arguments.
@@ -558,22 +557,22 @@ type sqlQuery struct {
 	args []any
 }
 
-// overlapQueries returns MemoryFindOverlap's two lookups: the path and its
-// ancestors (deepest first), then the first descendant.
-func overlapQueries(storeID, path, excludeID string) [2]sqlQuery {
+// overlapQuery returns MemoryFindOverlap's statement: the memory whose ID
+// is the first found of the path and its ancestors (deepest first), else of
+// the first descendant (coalesce evaluates the second lookup only when the
+// first finds nothing).
+func overlapQuery(storeID, path, excludeID string) sqlQuery {
 	cands := append(ancestors(path), path)
-	args := make([]any, 0, len(cands)+2)
+	args := make([]any, 0, len(cands)+6)
 	args = append(args, storeID)
 	for _, c := range cands {
 		args = append(args, c)
 	}
-	args = append(args, excludeID)
+	args = append(args, excludeID, storeID, path+"/", path+"0", excludeID)
 	ph := strings.Repeat("?, ", len(cands)-1) + "?"
-	return [2]sqlQuery{
-		{memorySelect(false) + ` WHERE store_id = ? AND path IN (` + ph + `) AND id <> ? ORDER BY path DESC LIMIT 1`, args},
-		{memorySelect(false) + ` WHERE store_id = ? AND path >= ? AND path < ? AND id <> ? ORDER BY path LIMIT 1`,
-			[]any{storeID, path + "/", path + "0", excludeID}},
-	}
+	return sqlQuery{memorySelect(false) + ` WHERE id = coalesce(
+		(SELECT id FROM memories WHERE store_id = ? AND path IN (` + ph + `) AND id <> ? ORDER BY path DESC LIMIT 1),
+		(SELECT id FROM memories WHERE store_id = ? AND path >= ? AND path < ? AND id <> ? ORDER BY path LIMIT 1))`, args}
 }
 
 // findOne returns the first memory of a query, or nil.
