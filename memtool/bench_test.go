@@ -238,3 +238,78 @@ func BenchmarkMixedWorkload(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMixedWorkloadInterleaved runs the same three variants as
+// BenchmarkMixedWorkload, but interleaved call by call (the order rotating
+// each iteration), so that the load of a shared machine drifting during the
+// run weighs on all of them alike and the ratios are stable:
+//
+//	go test ./memtool/ -run '^$' -bench MixedWorkloadInterleaved -benchtime 3000x -count 3
+//
+// ops/s is calls per second of time spent in that variant's calls.
+func BenchmarkMixedWorkloadInterleaved(b *testing.B) {
+	const initial = 200
+	ctx := context.Background()
+	d, err := memtool.NewDirFS(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	tool := memtool.New(d, memtool.Options{})
+	type variant struct {
+		name string
+		w    *workload
+		run  func(op) error
+		lat  []time.Duration
+	}
+	engine := func(o op) error {
+		if r := tool.Execute(ctx, o.input()); r.IsError {
+			return fmt.Errorf("%s: %s", o.input(), r.String())
+		}
+		return nil
+	}
+	atomicDir, plainDir := b.TempDir(), b.TempDir()
+	vs := []*variant{
+		{name: "engine-dirfs", run: engine},
+		{name: "baseline-os-atomic-fsync", run: func(o op) error { return rawOS(atomicDir, o, true) }},
+		{name: "baseline-os-plain", run: func(o op) error { return rawOS(plainDir, o, false) }},
+	}
+	for _, v := range vs {
+		v.w = newWorkload(1)
+		for range initial {
+			n := v.w.fresh()
+			v.w.files = append(v.w.files, n)
+			if err := v.run(op{kind: "create", name: n, text: v.w.content(n)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		v.lat = make([]time.Duration, 0, b.N)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range vs {
+			v := vs[(i+k)%len(vs)]
+			o := v.w.op()
+			t0 := time.Now()
+			err := v.run(o)
+			v.lat = append(v.lat, time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	opsPerSec := map[string]float64{}
+	for _, v := range vs {
+		var total time.Duration
+		for _, l := range v.lat {
+			total += l
+		}
+		opsPerSec[v.name] = float64(len(v.lat)) / total.Seconds()
+		slices.Sort(v.lat)
+		b.ReportMetric(opsPerSec[v.name], v.name+"-ops/s")
+		b.ReportMetric(float64(v.lat[len(v.lat)/2].Microseconds()), v.name+"-p50-µs")
+	}
+	b.ReportMetric(opsPerSec["engine-dirfs"]/opsPerSec["baseline-os-atomic-fsync"], "engine/atomic")
+	b.ReportMetric(opsPerSec["engine-dirfs"]/opsPerSec["baseline-os-plain"], "engine/plain")
+}

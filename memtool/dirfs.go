@@ -48,7 +48,8 @@ import (
 // of the same Tool, not to other processes writing the directory.
 //
 // Access times are the files' atime: Touch sets it explicitly (the mtime is
-// left alone), so it works on noatime mounts too.
+// left alone), so it works on noatime mounts too; like relatime, an access
+// less than a minute after the recorded one is not recorded again.
 //
 // If the directory is removed or replaced while DirFS is open, it is
 // re-created (empty) on the next operation that needs it.
@@ -450,9 +451,10 @@ func (d *DirFS) read(name string, maxBytes int64, atime *time.Time) (data []byte
 	}
 	err = d.do(func(r *os.Root) error {
 		return d.inParent(r, name, false, func(dfd int, base string) error {
+			var st unix.Stat_t
 			var err error
-			data, err = readAt(dfd, base, maxBytes)
-			if err == nil && atime != nil {
+			data, err = readAt(dfd, base, maxBytes, &st)
+			if err == nil && atime != nil && !recentlyAccessed(&st, *atime) {
 				touchErr = setAtime(dfd, base, *atime)
 			}
 			return err
@@ -461,12 +463,25 @@ func (d *DirFS) read(name string, maxBytes int64, atime *time.Time) (data []byte
 	return data, touchErr, err
 }
 
-// readAt reads the regular file base in the directory dfd. Links and
-// special files are refused before being opened (a FIFO or device is never
-// opened), and files larger than maxBytes (when >= 0) before being read.
-func readAt(dfd int, base string, maxBytes int64) ([]byte, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+// atimeSlack is how recent a recorded access must be for a new one to be
+// skipped (as the relatime mount option does): re-recording an access a few
+// seconds later would dirty the inode, and so grow the next journal commit,
+// on every view, for no use to Sweep, whose durations are days.
+const atimeSlack = time.Minute
+
+// recentlyAccessed reports whether st records an access in the minute up to
+// t.
+func recentlyAccessed(st *unix.Stat_t, t time.Time) bool {
+	a := time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)) //nolint:unconvert // field types vary by platform
+	return !a.After(t) && t.Sub(a) < atimeSlack
+}
+
+// readAt reads the regular file base in the directory dfd, and fills st with
+// its status. Links and special files are refused before being opened (a
+// FIFO or device is never opened), and files larger than maxBytes (when >=
+// 0) before being read.
+func readAt(dfd int, base string, maxBytes int64, st *unix.Stat_t) ([]byte, error) {
+	if err := unix.Fstatat(dfd, base, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, mapErr(err)
 	}
 	if err := kindErr(uint32(st.Mode)); err != nil { //nolint:unconvert // field types vary by platform
@@ -475,12 +490,18 @@ func readAt(dfd int, base string, maxBytes int64) ([]byte, error) {
 	if maxBytes >= 0 && st.Size > maxBytes {
 		return nil, ErrTooLarge
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// O_NOATIME (Linux, owner only) keeps the kernel from recording the
+	// read itself: access times are the engine's (Touch), from its clock.
+	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(dfd, base, flags|oNoatime, 0)
+	if err == unix.EPERM && oNoatime != 0 {
+		fd, err = unix.Openat(dfd, base, flags, 0) // not the owner
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Fstat(fd, &st); err != nil { // swapped since the fstatat?
+	if err := unix.Fstat(fd, st); err != nil { // swapped since the fstatat?
 		return nil, err
 	}
 	if err := kindErr(uint32(st.Mode)); err != nil { //nolint:unconvert // field types vary by platform
@@ -551,7 +572,8 @@ func (d *DirFS) write(name string, data []byte, ifMatch Version, atime *time.Tim
 // directory dfd: temporary file, fsync, rename, directory fsync.
 func writeAt(dfd int, base string, data []byte, ifMatch Version, atime *time.Time) error {
 	if ifMatch != "" {
-		cur, err := readAt(dfd, base, -1)
+		var st unix.Stat_t
+		cur, err := readAt(dfd, base, -1, &st)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return ErrConflict
@@ -724,6 +746,9 @@ func (d *DirFS) Touch(_ context.Context, name string, t time.Time) error {
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				return ErrSymlink
+			}
+			if recentlyAccessed(&st, t) {
+				return nil
 			}
 			return setAtime(dfd, base, t)
 		})

@@ -60,3 +60,6 @@ func openBeneath(rootfd int, rel string) (int, error) {
 	}
 	return openBeneathWalk(rootfd, rel)
 }
+
+// oNoatime is O_NOATIME: reads do not update the access time.
+const oNoatime = unix.O_NOATIME

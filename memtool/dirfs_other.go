@@ -27,3 +27,6 @@ func setAtime(dfd int, base string, t time.Time) error {
 // openBeneath opens the directory rel ("." for the root) below rootfd
 // without following any link (openBeneathWalk).
 func openBeneath(rootfd int, rel string) (int, error) { return openBeneathWalk(rootfd, rel) }
+
+// oNoatime is 0: O_NOATIME is Linux-only.
+const oNoatime = 0

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -156,5 +157,53 @@ func TestDirFSSpecialFiles(t *testing.T) {
 		if diff := cmp.Diff(tc.want, exec(t, tool, tc.in).String()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.in, diff)
 		}
+	}
+}
+
+// TestDirFSAccessTimes checks that view and writes record the access as the
+// file's atime, that a view less than a minute after the recorded access
+// leaves it alone (relatime), and that the mtime is never touched.
+func TestDirFSAccessTimes(t *testing.T) {
+	d := newDirFS(t)
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	tool := memtool.New(d, memtool.Options{Now: func() time.Time { return now }})
+	accessed := func() time.Time {
+		t.Helper()
+		info, err := d.Stat(context.Background(), "a/f.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Accessed.UTC()
+	}
+	view := `{"command":"view","path":"/memories/a/f.md"}`
+	steps := []struct {
+		name string
+		at   time.Duration // after t0
+		in   string
+		want time.Duration // recorded access, after t0
+	}{
+		{"create", 0, `{"command":"create","path":"/memories/a/f.md","file_text":"x\n"}`, 0},
+		{"view-30s-later-skipped", 30 * time.Second, view, 0},
+		{"view-2min-later", 2 * time.Minute, view, 2 * time.Minute},
+		{"view-in-the-past", time.Minute, view, time.Minute},
+		{"str_replace", 90 * time.Second, `{"command":"str_replace","path":"/memories/a/f.md","old_str":"x","new_str":"y"}`, 90 * time.Second},
+		{"insert", 100 * time.Second, `{"command":"insert","path":"/memories/a/f.md","insert_line":0,"insert_text":"z"}`, 100 * time.Second},
+	}
+	for _, s := range steps {
+		now = t0.Add(s.at)
+		if r := exec(t, tool, s.in); r.IsError {
+			t.Fatalf("%s: %s", s.name, r.String())
+		}
+		if got, want := accessed(), t0.Add(s.want); !got.Equal(want) {
+			t.Errorf("%s: atime = %v, want %v", s.name, got, want)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(d.Dir(), "a", "f.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(fi.ModTime()) > time.Hour {
+		t.Errorf("mtime = %v: set from the access clock", fi.ModTime())
 	}
 }
