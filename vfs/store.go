@@ -415,9 +415,10 @@ func (s *store) rmdir(ctx context.Context, rel string) error {
 	return nil
 }
 
-func (s *store) remove(ctx context.Context, rel string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// writableFile refreshes the listing and checks that rel is a file in a
+// writable store: ErrNotExist, ErrNotDir (a parent is a file), ErrIsDir or
+// ErrReadOnly otherwise. s.mu held.
+func (s *store) writableFile(ctx context.Context, rel string) error {
 	if err := s.fresh(ctx); err != nil {
 		return err
 	}
@@ -430,6 +431,15 @@ func (s *store) remove(ctx context.Context, rel string) error {
 	}
 	if s.ro {
 		return ErrReadOnly
+	}
+	return nil
+}
+
+func (s *store) remove(ctx context.Context, rel string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writableFile(ctx, rel); err != nil {
+		return err
 	}
 	id, sha := "", ""
 	if e := s.files[rel]; e != nil {
@@ -473,18 +483,8 @@ func (s *store) truncate(ctx context.Context, rel string, size int64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.fresh(ctx); err != nil {
+	if err := s.writableFile(ctx, rel); err != nil {
 		return err
-	}
-	k, err := s.lookup(rel)
-	if err != nil {
-		return err
-	}
-	if k == 'd' {
-		return ErrIsDir
-	}
-	if s.ro {
-		return ErrReadOnly
 	}
 	n := s.open[rel]
 	if n == nil {
