@@ -176,9 +176,8 @@ func checkOperator(ctx context.Context, workspaceID string) error {
 // is not read again; see RevokeKey and EndSession for what that means for
 // revocation.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Principal, error) {
-	bad := trove.Errorf(trove.EUNAUTHENTICATED, "invalid credential")
 	if len(secret) > 256 {
-		return nil, bad
+		return nil, errBadCredential()
 	}
 	hash := sha256.Sum256([]byte(secret))
 	now := s.clock()
@@ -204,7 +203,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 			return nil
 		})
 		if err != nil {
-			return nil, authErr(err, bad)
+			return nil, authErr(err)
 		}
 	case strings.HasPrefix(secret, SessionTokenPrefix):
 		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
@@ -227,21 +226,27 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 			return nil
 		})
 		if err != nil {
-			return nil, authErr(err, bad)
+			return nil, authErr(err)
 		}
 	default:
-		return nil, bad
+		return nil, errBadCredential()
 	}
 	s.authc.put(hash, out, gen, now)
 	return out, nil
 }
 
+// errBadCredential is the error for an unknown or malformed credential (built
+// only when needed: Authenticate's hit path allocates nothing for it).
+func errBadCredential() error {
+	return trove.Errorf(trove.EUNAUTHENTICATED, "invalid credential")
+}
+
 // authErr keeps EUNAUTHENTICATED and service errors (EUNAVAILABLE,
-// EINTERNAL) and turns ENOTFOUND into bad.
-func authErr(err, bad error) error {
+// EINTERNAL) and turns ENOTFOUND into errBadCredential.
+func authErr(err error) error {
 	switch trove.ErrorCode(err) {
 	case trove.ENOTFOUND:
-		return bad
+		return errBadCredential()
 	}
 	return err
 }
