@@ -237,16 +237,13 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID
 	var mounts []mcpserver.Mount
 	var names []string
 	if sessionID != "" {
-		var sp *trove.Principal
-		mounts, names, sp, err = sessionMounts(lookupCtx, svc, p, sessionID)
-		if err != nil {
+		if mounts, names, p, err = sessionMounts(lookupCtx, svc, p, sessionID); err != nil {
 			return err
 		}
-		p = sp
 	} else {
 		stores, slugs, err := resolveStores(lookupCtx, svc, refs)
 		if err != nil {
-			if code := trove.ErrorCode(err); code != trove.EINTERNAL {
+			if trove.ErrorCode(err) != trove.EINTERNAL {
 				return errors.New(trove.ErrorMessage(err)) // a clean line for the user
 			}
 			return err
