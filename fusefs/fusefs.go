@@ -108,6 +108,9 @@ func Mount(dir string, v *vfs.FS, opts Options) (*Server, error) {
 			DisableXAttrs: true,
 			Debug:         opts.Debug,
 			MaxWrite:      128 << 10,
+			// As root, mount(2) directly, so no fusermount3 is needed;
+			// go-fuse falls back to fusermount when that fails.
+			DirectMount: os.Geteuid() == 0,
 		},
 		UID: uint32(os.Getuid()),
 		GID: uint32(os.Getgid()),
