@@ -71,7 +71,7 @@ type Server struct {
 	mounts []Mount
 	single bool
 	opt    Options
-	tool   *storefs.Tool
+	tool   *memtool.Tool
 	mcp    *mcp.Server
 }
 
@@ -119,7 +119,7 @@ func New(svc trove.Services, mounts []Mount, opt Options) (*Server, error) {
 		log := opt.Logger
 		opt.Tool.OnInternalError = func(cmd string, err error) { log.Error("memory tool storage error", "command", cmd, "err", err) }
 	}
-	s.tool = storefs.NewTool(fsys, opt.Tool)
+	s.tool = memtool.New(fsys, opt.Tool)
 
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opt.Name, Version: opt.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),
@@ -144,7 +144,7 @@ func New(svc trove.Services, mounts []Mount, opt Options) (*Server, error) {
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Tool returns the memory tool the server runs.
-func (s *Server) Tool() *storefs.Tool { return s.tool }
+func (s *Server) Tool() *memtool.Tool { return s.tool }
 
 // RunStdio serves one MCP session over the process's stdin and stdout until
 // the client disconnects or ctx is cancelled.
