@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -355,6 +356,9 @@ func (d *DirFS) inParent(r *os.Root, name string, create bool, fn func(dfd int, 
 		if err := r.MkdirAll(parent, 0o700); err != nil {
 			return mapErr(err)
 		}
+		if err := syncAncestors(r, parent); err != nil {
+			return err
+		}
 		dfd, err = d.openDir(r, parent)
 	}
 	if err != nil {
@@ -362,6 +366,28 @@ func (d *DirFS) inParent(r *os.Root, name string, create bool, fn func(dfd int, 
 	}
 	defer unix.Close(dfd)
 	return fn(dfd, base)
+}
+
+// syncAncestors fsyncs the root and every directory down to dir, after
+// MkdirAll created some of them, so that the new directory entries (and so
+// the file about to be written under them) survive a crash.
+func syncAncestors(r *os.Root, dir string) error {
+	p := "."
+	for _, c := range append([]string{""}, strings.Split(dir, "/")...) {
+		if c != "" {
+			p = path.Join(p, c)
+		}
+		f, err := r.Open(p)
+		if err != nil {
+			return mapErr(err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return mapErr(err)
+		}
+	}
+	return nil
 }
 
 // openBeneathWalk is the portable openBeneath: one openat per component,
