@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -615,5 +616,70 @@ func TestMigration0002BackfillsMemoryCount(t *testing.T) {
 	}
 	if got, want := counts(), map[string]int{"memstore_a": 2, "memstore_b": 1, "memstore_c": 1}; !maps.Equal(got, want) {
 		t.Errorf("after a delete and an insert: %v, want %v", got, want)
+	}
+}
+
+// TestOptimisticGroupRerun: a group runs its fns without savepoints first;
+// when one fails, nothing of that run is committed, the group runs again
+// with a savepoint per fn, and each caller gets its own result (the others'
+// changes committed exactly once). A lone failing fn is not run again.
+func TestOptimisticGroupRerun(t *testing.T) {
+	db := openInternal(t, Options{})
+	ctx := context.Background()
+	errFail := errors.New("fail")
+
+	var loneCalls atomic.Int32
+	lone := newStore(100)
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		loneCalls.Add(1)
+		if err := tx.StoreInsert(ctx, lone); err != nil {
+			return err
+		}
+		return errFail
+	}); !errors.Is(err, errFail) {
+		t.Fatalf("lone failing Write = %v, want its error", err)
+	}
+	if n := loneCalls.Load(); n != 1 {
+		t.Errorf("lone failing fn ran %d times, want 1", n)
+	}
+
+	release, wait := blockCommitter(t, db)
+	ok1, ok2, bad := newStore(1), newStore(2), newStore(3)
+	var calls [3]atomic.Int32
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, s := range []*trove.Store{ok1, bad, ok2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Write(ctx, func(tx storage.Tx) error {
+				calls[i].Add(1)
+				if err := tx.StoreInsert(ctx, s); err != nil {
+					return err // a second insert would fail: the first run must be gone
+				}
+				if s == bad {
+					return errFail
+				}
+				return nil
+			})
+		}()
+		waitQueued(t, db, i+1) // queue in this order
+	}
+	release()
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], errFail) {
+		t.Fatalf("errors = %v, want nil, %v, nil", errs, errFail)
+	}
+	// ok1 ran before the failure and again; bad ran twice; ok2 ran only in
+	// the second run (the first stopped at the failure).
+	if got := [3]int32{calls[0].Load(), calls[1].Load(), calls[2].Load()}; got != [3]int32{2, 2, 1} {
+		t.Errorf("fn runs = %v, want [2 2 1]", got)
+	}
+	if !storeExists(t, db, ok1.ID) || !storeExists(t, db, ok2.ID) || storeExists(t, db, bad.ID) || storeExists(t, db, lone.ID) {
+		t.Errorf("committed stores: ok1 %v ok2 %v bad %v lone %v; want only ok1 and ok2",
+			storeExists(t, db, ok1.ID), storeExists(t, db, ok2.ID), storeExists(t, db, bad.ID), storeExists(t, db, lone.ID))
 	}
 }

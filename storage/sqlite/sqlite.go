@@ -7,9 +7,11 @@
 // Concurrency: all writes go through one writer connection owned by a
 // committer goroutine that practises group commit. Write enqueues its
 // function; the committer takes everything queued (up to a cap), opens one
-// transaction, runs each function inside its own SAVEPOINT, commits once (one
-// fsync for the whole group) and then releases every waiter. A function's
-// error rolls back its savepoint only and is returned to its caller alone.
+// transaction, runs each function, commits once (one fsync for the whole
+// group) and then releases every waiter. A function's error rolls back its
+// own changes only and is returned to its caller alone: a group first runs
+// without savepoints and, when a function fails, runs again with one
+// SAVEPOINT per function (see runBatch).
 // Reads use a separate pool of query_only connections, each Read one WAL
 // snapshot, and never wait for the writer.
 package sqlite
@@ -84,6 +86,9 @@ type DB struct {
 
 	// needMigrate is set while the schema is older than the driver's.
 	needMigrate atomic.Bool
+	// lastFailed is set when a fn of the last group failed (committer
+	// only); see runBatch.
+	lastFailed bool
 
 	// Counters for tests and metrics.
 	batches atomic.Int64
@@ -467,14 +472,86 @@ func (db *DB) runRaw(req *writeReq) {
 	close(req.done)
 }
 
-// runBatch runs one group: BEGIN IMMEDIATE, one savepoint per request,
-// COMMIT, then releases every waiter.
+// runBatch runs one group and releases every waiter.
+//
+// Optimistically, every fn runs straight in the group's transaction: no
+// savepoints, which saves two statements and the savepoint journal's page
+// copies per Write. If one fn fails, the transaction is rolled back and the
+// group runs again with a savepoint per fn (runSavepoints), so a failing fn
+// still rolls back only its own changes; the Driver contract allows running
+// fn again. A lone fn that fails needs no second run: its error is the
+// result and nothing was committed. After a group in which a fn failed, the
+// next group goes straight to savepoints, so a run of failing Writes does
+// not cost every group twice.
 func (db *DB) runBatch(batch []*writeReq) {
 	defer func() {
 		for _, r := range batch {
 			close(r.done)
 		}
 	}()
+	if !db.lastFailed && db.runDirect(batch) {
+		return
+	}
+	db.lastFailed = db.runSavepoints(batch)
+}
+
+// runDirect runs the group without savepoints. It returns false, with
+// nothing committed and every r.err cleared, when the group must run again
+// with savepoints; true when the group is done (committed, or failed as a
+// whole, or its lone fn failed).
+func (db *DB) runDirect(batch []*writeReq) (done bool) {
+	c := db.wconn
+	if _, err := db.execW("BEGIN IMMEDIATE"); err != nil {
+		err = translate(err)
+		for _, r := range batch {
+			r.err = err
+		}
+		return true
+	}
+	db.batches.Add(1)
+	ran := 0
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = ctxError(err)
+			continue
+		}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel}
+		r.err = db.call(r.fn, t)
+		t.end()
+		if r.err == nil {
+			ran++
+			continue
+		}
+		if _, err := c.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			db.log.Debug("sqlite: rollback of an optimistic group", "err", err)
+		}
+		db.lastFailed = true
+		if len(batch) == 1 {
+			return true
+		}
+		for _, r := range batch {
+			r.err = nil
+		}
+		db.batches.Add(-1) // runSavepoints counts the group
+		return false
+	}
+	if ran == 0 {
+		if _, err := c.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			db.log.Error("sqlite: rollback of an empty group failed", "err", err)
+		}
+		return true
+	}
+	if _, err := db.execW("COMMIT"); err != nil {
+		db.abort(batch, translate(err))
+		return true
+	}
+	db.writes.Add(int64(ran))
+	return true
+}
+
+// runSavepoints runs one group: BEGIN IMMEDIATE, one savepoint per request,
+// COMMIT. It reports whether a fn failed.
+func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 	// Statements run with a context that is never cancelled: an interrupt
 	// in the middle of a statement can roll back the whole shared
 	// transaction, not just one caller's savepoint.
@@ -485,7 +562,7 @@ func (db *DB) runBatch(batch []*writeReq) {
 		for _, r := range batch {
 			r.err = err
 		}
-		return
+		return false
 	}
 	db.batches.Add(1)
 	ran := 0
@@ -496,38 +573,40 @@ func (db *DB) runBatch(batch []*writeReq) {
 		}
 		if _, err := db.execW("SAVEPOINT w"); err != nil {
 			db.abort(batch, translate(err))
-			return
+			return fnFailed
 		}
 		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err != nil {
+			fnFailed = true
 			// ROLLBACK TO keeps the savepoint open; RELEASE pops it. If the
 			// transaction itself is gone (SQLite rolls it back on some
 			// errors), ROLLBACK TO fails and the whole group must fail.
 			if _, err := db.execW("ROLLBACK TO w"); err != nil {
 				db.abort(batch, translate(err))
-				return
+				return fnFailed
 			}
 		} else {
 			ran++
 		}
 		if _, err := db.execW("RELEASE w"); err != nil {
 			db.abort(batch, translate(err))
-			return
+			return fnFailed
 		}
 	}
 	if ran == 0 {
 		if _, err := c.ExecContext(bg, "ROLLBACK"); err != nil {
 			db.log.Error("sqlite: rollback of an empty group failed", "err", err)
 		}
-		return
+		return fnFailed
 	}
 	if _, err := db.execW("COMMIT"); err != nil {
 		db.abort(batch, translate(err))
-		return
+		return fnFailed
 	}
 	db.writes.Add(int64(ran))
+	return fnFailed
 }
 
 // execW runs a transaction-control statement on the writer connection
