@@ -351,6 +351,5 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.authC.evictSession(sess.ID)
 	return s.ok(w, sessionToWire(sess, ""))
 }

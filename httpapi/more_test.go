@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -221,42 +220,6 @@ func testConcurrentPreconditionUpdates(t *testing.T, e *testEnv) {
 	last := versions[len(versions)-1]
 	if final.MemoryVersionID != last.ID || final.Content != byVersion[last.ID].content {
 		t.Errorf("final memory = %s %q, want the last acknowledged write %s %q", final.MemoryVersionID, final.Content, last.ID, byVersion[last.ID].content)
-	}
-}
-
-// TestAuthCache: with AuthCacheTTL a credential is checked once per TTL; a
-// session ended through this server stops working at once all the same.
-func TestAuthCache(t *testing.T) {
-	e := newEnv(t, func(c *httpapi.Config) { c.AuthCacheTTL = time.Hour })
-	ctx := context.Background()
-	admin := httpapi.NewClient(e.url, e.key)
-	st, err := admin.CreateStore(ctx, trove.CreateStoreParams{Name: "cache"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, token, err := admin.CreateSession(ctx, trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: st.ID}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := httpapi.NewClient(e.url, token)
-	if _, err := agent.GetStore(ctx, st.ID); err != nil {
-		t.Fatalf("session token: %v", err)
-	}
-	if _, err := admin.EndSession(ctx, sess.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := agent.GetStore(ctx, st.ID); trove.ErrorCode(err) != trove.EUNAUTHENTICATED {
-		t.Errorf("ended session through this server = %v, want EUNAUTHENTICATED at once", err)
-	}
-	// A key revoked behind the server's back stays valid until the TTL.
-	if err := e.svc.RevokeKey(context.Background(), e.keyID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.GetStore(ctx, st.ID); err != nil {
-		t.Errorf("cached key after revocation elsewhere = %v, want it cached", err)
-	}
-	if _, err := httpapi.NewClient(e.url, "trove_sk_unknown").GetStore(ctx, st.ID); trove.ErrorCode(err) != trove.EUNAUTHENTICATED {
-		t.Errorf("unknown key = %v", err)
 	}
 }
 

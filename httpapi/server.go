@@ -51,15 +51,6 @@ type Config struct {
 	// Health reports whether the database answers; /healthz is 200 when it
 	// returns nil and 503 otherwise. nil means always healthy.
 	Health func(context.Context) error
-	// AuthCacheTTL, when positive, caches successful authentications in
-	// the server for that long: a revoked key, or a session ended by
-	// another process, keeps working on this server for up to
-	// AuthCacheTTL; a session ended through this server is dropped at
-	// once, but a key revoked through the same process is not seen. 0 asks
-	// Auth on every request. Prefer core.Options.AuthCacheTTL (what trove
-	// serve uses), which also drops a key revoked through the same
-	// core.Service at once.
-	AuthCacheTTL time.Duration
 }
 
 // Server is the HTTP handler. Create it with NewServer.
@@ -74,7 +65,6 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	reg     *prometheus.Registry
-	authC   *authCache
 	routes  []string // "METHOD /pattern" of every route, for tests
 }
 
@@ -111,7 +101,6 @@ func NewServer(cfg Config) *Server {
 		health:  cfg.Health,
 		mux:     http.NewServeMux(),
 		reg:     cfg.Metrics,
-		authC:   newAuthCache(cfg.AuthCacheTTL),
 	}
 	if s.limits == (trove.Limits{}) {
 		s.limits = trove.DefaultLimits()
@@ -289,10 +278,6 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 	if secret == "" {
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "missing credential: send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\"")
 	}
-	now := time.Now()
-	if p := s.authC.get(secret, now); p != nil {
-		return p, nil
-	}
 	p, err := s.auth.Authenticate(r.Context(), secret)
 	if err != nil {
 		return nil, err
@@ -300,7 +285,6 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 	if p == nil {
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "invalid credential")
 	}
-	s.authC.put(secret, p, now)
 	return p, nil
 }
 
