@@ -16,7 +16,8 @@ import (
 
 // referenceList is the obvious implementation of a depth-limited listing:
 // every memory below prefix, sorted, with paths deeper than depth levels
-// replaced by their folded prefix, consecutive duplicates removed.
+// (depth 1; 0 folds nothing) replaced by their folded prefix, consecutive
+// duplicates removed.
 func referenceList(paths []string, prefix string, depth int) []string {
 	base := prefix
 	if base == "" {
@@ -43,7 +44,7 @@ func referenceList(paths []string, prefix string, depth int) []string {
 }
 
 // TestListMemoriesMatchesReference pages random trees with random prefixes,
-// depths and limits and compares the concatenated pages with
+// depths (0 or 1, the only valid ones) and limits and compares the concatenated pages with
 // referenceList.
 func TestListMemoriesMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -79,7 +80,7 @@ func TestListMemoriesMatchesReference(t *testing.T) {
 		}
 		for range 30 {
 			prefix := prefixes[rng.IntN(len(prefixes))]
-			depth := rng.IntN(4)
+			depth := rng.IntN(2)
 			limit := 1 + rng.IntN(5)
 			want := referenceList(paths, prefix, depth)
 			var got []string
@@ -115,6 +116,63 @@ func TestListMemoriesMatchesReference(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("round %d, prefix %q depth %d limit %d, paths %v (-want +got):\n%s", round, prefix, depth, limit, paths, diff)
+			}
+		}
+	}
+}
+
+// TestListMemoriesDepth checks that depth 0 and 1 are the only valid
+// depths: any other is EINVALID naming the rule, before the store is read.
+func TestListMemoriesDepth(t *testing.T) {
+	svc := core.New(newMemDriver(), core.Options{})
+	ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: "wrkspc_t", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_t"}})
+	st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/a/b/c"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		depth int
+		want  []string // nil: EINVALID
+	}{
+		{0, []string{"/a/b/c"}},
+		{1, []string{"prefix:/a/"}},
+		{2, nil},
+		{3, nil},
+		{-1, nil},
+		{1 << 40, nil},
+		{-1 << 40, nil},
+	}
+	for _, tt := range tests {
+		for _, storeID := range []string{st.ID, "memstore_missing"} {
+			pg, err := svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Depth: tt.depth})
+			if tt.want == nil {
+				if trove.ErrorCode(err) != trove.EINVALID || !strings.Contains(err.Error(), "depth must be 0 or 1") {
+					t.Fatalf("depth %d, store %s: got %v, want EINVALID \"depth must be 0 or 1\"", tt.depth, storeID, err)
+				}
+				continue
+			}
+			if storeID != st.ID {
+				if trove.ErrorCode(err) != trove.ENOTFOUND {
+					t.Fatalf("depth %d, unknown store: got %v, want ENOTFOUND", tt.depth, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("depth %d: %v", tt.depth, err)
+			}
+			var got []string
+			for _, it := range pg.Data {
+				if it.Prefix != nil {
+					got = append(got, "prefix:"+it.Prefix.Path)
+				} else {
+					got = append(got, it.Memory.Path)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("depth %d (-want +got):\n%s", tt.depth, diff)
 			}
 		}
 	}

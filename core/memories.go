@@ -274,11 +274,12 @@ func (s *Service) DeleteMemory(ctx context.Context, storeID, memoryID, expectedS
 }
 
 // ListMemories lists live memories below PathPrefix in ascending bytewise
-// path order. With Depth N ≥ 1, memories more than N segments below the
-// prefix are folded into one MemoryPrefix item per directory at depth N
-// (path ending in "/"); memories and prefixes both count toward the limit.
+// path order. Depth 0 lists every memory below the prefix; with Depth 1,
+// memories more than one segment below the prefix are folded into one
+// MemoryPrefix item per direct child directory (path ending in "/");
+// memories and prefixes both count toward the limit.
 // EINVALID for a prefix that is not "", "/" or a valid path ending in "/",
-// a negative depth, a limit outside 1..MaxPageSize (capped at
+// a depth other than 0 or 1, a limit outside 1..MaxPageSize (capped at
 // MaxFullPageSize with ViewFull), a bad view or a malformed cursor.
 // ENOTFOUND for a store the caller cannot read.
 func (s *Service) ListMemories(ctx context.Context, storeID string, p trove.ListMemoriesParams) (*trove.Page[trove.MemoryListItem], error) {
@@ -289,8 +290,8 @@ func (s *Service) ListMemories(ctx context.Context, storeID string, p trove.List
 	if err := trove.ValidatePathPrefix(p.PathPrefix, s.limits.MaxPathBytes, s.limits.MaxPathSegments); err != nil {
 		return nil, err
 	}
-	if p.Depth < 0 {
-		return nil, trove.Errorf(trove.EINVALID, "depth must be 0 (everything below the prefix) or a positive number of levels, got %d", p.Depth)
+	if p.Depth != 0 && p.Depth != 1 {
+		return nil, trove.Errorf(trove.EINVALID, "depth must be 0 or 1, got %d", p.Depth)
 	}
 	view, err := checkView(p.View, trove.ViewBasic)
 	if err != nil {

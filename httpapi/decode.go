@@ -165,14 +165,16 @@ func queryTimeRange(q url.Values) (trove.TimeRange, error) {
 	return tr, nil
 }
 
+// queryDepth parses the depth query parameter (absent: 0). Only the
+// syntax is checked here: core refuses integers other than 0 and 1.
 func queryDepth(q url.Values) (int, error) {
 	v := q.Get("depth")
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, trove.Errorf(trove.EINVALID, "depth must be a non-negative integer, got %q", v)
+	if err != nil {
+		return 0, trove.Errorf(trove.EINVALID, "depth must be 0 or 1, got %q", v)
 	}
 	return n, nil
 }

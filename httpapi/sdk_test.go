@@ -382,6 +382,14 @@ func testSDKMemories(t *testing.T, e *testEnv) {
 		}
 	}
 
+	// Only depth 0 and 1 exist.
+	for _, d := range []int64{2, 5} {
+		_, err = c.Beta.MemoryStores.Memories.List(ctx, sid, anthropic.BetaMemoryStoreMemoryListParams{Depth: anthropic.Int(d)})
+		if apierr := wantAPIError(t, err, 400, "invalid_request_error"); !strings.Contains(string(apierr.RawJSON()), "depth must be 0 or 1") {
+			t.Errorf("depth %d: %s", d, apierr.RawJSON())
+		}
+	}
+
 	// Delete with expected_content_sha256.
 	_, err = c.Beta.MemoryStores.Memories.Delete(ctx, full.ID, anthropic.BetaMemoryStoreMemoryDeleteParams{MemoryStoreID: sid, ExpectedContentSha256: anthropic.String(sha("nope"))})
 	wantAPIError(t, err, 409, "memory_precondition_failed_error")

@@ -1143,9 +1143,6 @@ func testCoreMemoryList(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"/a.md/", 0, []string{}},
 		{"/", 1, []string{"/a.md", "prefix:/notes-archive/", "prefix:/notes/", "prefix:/p/", "/z"}},
 		{"", 1, []string{"/a.md", "prefix:/notes-archive/", "prefix:/notes/", "prefix:/p/", "/z"}},
-		{"/", 2, []string{"/a.md", "/notes-archive/old.md", "/notes/todo.md", "prefix:/notes/x/", "prefix:/p/q/", "/z"}},
-		{"/", 3, []string{"/a.md", "/notes-archive/old.md", "/notes/todo.md", "/notes/x/y.md", "/notes/x/z.md", "prefix:/notes/x/z2/", "prefix:/p/q/r/", "/z"}},
-		{"/", 20, coreListFixture},
 		{"/notes/", 1, []string{"/notes/todo.md", "prefix:/notes/x/"}},
 		{"/notes/x/", 1, []string{"/notes/x/y.md", "/notes/x/z.md", "prefix:/notes/x/z2/"}},
 		{"/p/", 1, []string{"prefix:/p/q/"}},
@@ -1183,12 +1180,18 @@ func testCoreMemoryList(t *testing.T, open func(t *testing.T) storage.Driver) {
 
 	bad := []trove.ListMemoriesParams{
 		{PathPrefix: "notes/"}, {PathPrefix: "/notes"}, {PathPrefix: "/notes//"}, {PathPrefix: "/../"},
-		{Depth: -1}, {Limit: -1}, {Limit: 101}, {View: "raw"},
+		{Depth: -1}, {Depth: 2}, {Depth: 3}, {Depth: 20}, {PathPrefix: "/notes/", Depth: 2}, {Limit: -1}, {Limit: 101}, {View: "raw"},
 		{Cursor: "x"}, {Cursor: "page_zzz"}, {Cursor: "page_eyJ2IjoxLCJrIjoicCIsInQiOiIyMDI2LTExLTMwVDEyOjAwOjAwWiIsImkiOiJ4In0"}, // a position cursor
 	}
 	for _, p := range bad {
 		_, err := e.svc.ListMemories(e.ctx, s.ID, p)
 		coreWantCode(t, fmt.Sprintf("ListMemories(%+v)", p), err, trove.EINVALID)
+	}
+	for _, depth := range []int{-1, 2} {
+		_, err := e.svc.ListMemories(e.ctx, s.ID, trove.ListMemoriesParams{Depth: depth})
+		if msg := trove.ErrorMessage(err); !strings.Contains(msg, "depth must be 0 or 1") {
+			t.Fatalf("ListMemories(depth %d): message %q does not state the rule", depth, msg)
+		}
 	}
 	_, err = e.svc.ListMemories(e.ctx, "memstore_missing", trove.ListMemoriesParams{})
 	coreWantCode(t, "ListMemories(unknown store)", err, trove.ENOTFOUND)
