@@ -184,7 +184,7 @@ func TestSeveralStores(t *testing.T) {
 	runSteps(t, cs, []step{
 		{"memory", map[string]any{"command": "create", "path": "/memories/work/plan.md", "file_text": "ship v1\n"}, "File created successfully at: /memories/work/plan.md", false},
 		{"memory", map[string]any{"command": "create", "path": "/memories/user-preferences/tea.md", "file_text": "green, no sugar\n"}, "File created successfully at: /memories/user-preferences/tea.md", false},
-		{"memory", map[string]any{"command": "view", "path": "/memories"}, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n4K\t/memories/user-preferences/\n16B\t/memories/user-preferences/tea.md\n4K\t/memories/work/\n8B\t/memories/work/plan.md", false},
+		{"memory", map[string]any{"command": "view", "path": "/memories"}, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories\n4.0K\t/memories/user-preferences/\n16B\t/memories/user-preferences/tea.md\n4.0K\t/memories/work/\n8B\t/memories/work/plan.md", false},
 		{"search", map[string]any{"query": "v1"}, "Found 1 memories under /memories matching \"v1\":\n/memories/work/plan.md\n     1\tship v1", false},
 		{"search", map[string]any{"query": "green", "path_prefix": "/memories/work"}, "No memory under /memories/work matches \"green\".", false},
 		{"search", map[string]any{"query": "x", "path_prefix": "/memories/home/"}, "Error: The path_prefix /memories/home/ is not inside a store's directory; use one of /memories/user-preferences/, /memories/work/.", true},

@@ -59,7 +59,7 @@ func TestDirFSSymlinksAreOpaque(t *testing.T) {
 		{`{"command":"delete","path":"/memories/outdir/secret.txt"}`, "Error: The path /memories/outdir/secret.txt" + symlinkMsg},
 		{`{"command":"rename","old_path":"/memories/outdir/secret.txt","new_path":"/memories/stolen"}`, "Error: The path /memories/outdir/secret.txt" + symlinkMsg},
 		{`{"command":"rename","old_path":"/memories/sub/f.txt","new_path":"/memories/outdir/f.txt"}`, "Error: The path /memories/outdir/f.txt" + symlinkMsg},
-		{`{"command":"view","path":"/memories"}`, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n4K\t/memories/sub/\n6B\t/memories/sub/f.txt"},
+		{`{"command":"view","path":"/memories"}`, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories\n4.0K\t/memories/sub/\n6B\t/memories/sub/f.txt"},
 		{`{"command":"rename","old_path":"/memories/out","new_path":"/memories/moved-link"}`, "Successfully renamed /memories/out to /memories/moved-link"},
 		{`{"command":"delete","path":"/memories/moved-link"}`, "Successfully deleted /memories/moved-link"},
 		{`{"command":"delete","path":"/memories/outdir"}`, "Successfully deleted /memories/outdir"},
@@ -86,7 +86,7 @@ func TestDirFSRecreatesRemovedRoot(t *testing.T) {
 	if err := os.RemoveAll(d.Dir()); err != nil {
 		t.Fatal(err)
 	}
-	want := "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories"
+	want := "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories"
 	if diff := cmp.Diff(want, exec(t, tool, `{"command":"view","path":"/memories"}`).String()); diff != "" {
 		t.Errorf("view after removal (-want +got):\n%s", diff)
 	}
@@ -151,7 +151,7 @@ func TestDirFSSpecialFiles(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`{"command":"view","path":"/memories/fifo"}`, "Error: The path /memories/fifo is neither a regular file nor a directory; the memory tool cannot show it."},
 		{`{"command":"str_replace","path":"/memories/fifo","old_str":"a"}`, "Error: The path /memories/fifo does not exist. Please provide a valid path."},
-		{`{"command":"view","path":"/memories"}`, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories"},
+		{`{"command":"view","path":"/memories"}`, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories"},
 	}
 	for _, tc := range tests {
 		if diff := cmp.Diff(tc.want, exec(t, tool, tc.in).String()); diff != "" {

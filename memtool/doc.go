@@ -51,8 +51,9 @@
 //	| path / name length                     | OS errors with host paths                          | 1,024 / 255 bytes, clear errors                                               |
 //	| trailing "/"                           | dropped (create "/memories/d/" makes a file)       | allowed for view and delete of a directory only                               |
 //	| listing of "/memories/"                | children as "/memories//a"                         | children as "/memories/a" (the first line echoes the raw path)                |
-//	| directory sizes                        | inode size (filesystem-dependent)                  | always 4096 ("4K")                                                            |
-//	| sizes >= 1 TiB                         | unit "undefined"                                   | shown in G                                                                    |
+//	| sizes                                  | integral values without a decimal ("4K", "1K")     | seed's examples ("4.0K", "1.5K", "1.2M"): under 1024 "{n}B", else one decimal, half up; 1023.95K+ = "1.0M" |
+//	| directory sizes                        | inode size (filesystem-dependent)                  | always 4096 ("4.0K")                                                          |
+//	| sizes >= 1 TiB                         | unit "undefined"                                   | shown in T                                                                    |
 //	| listing entries                        | names with "\n" printed raw; escaping links skipped, in-root links followed | names no valid path can address are skipped; links and special files are not listed |
 //	| listing length                         | unbounded                                          | cut at 16,000 characters with a notice                                        |
 //	| symbolic links                         | followed inconsistently                            | opaque: never followed; delete/rename act on the link                         |
@@ -71,8 +72,8 @@
 // Unchanged on purpose: the listing header and format, depth 2, hidden and
 // node_modules skipped (but fully usable), UTF-16 code-unit order of names
 // (JavaScript's default sort: "10.txt" < "9.txt" < "B" < "a", and U+1F600
-// before U+FF5E), the integer size formula rounding half up (1280 B =
-// "1.3K"), "%6d\t" numbering with lines split on "\n" only (CR kept), the
+// before U+FF5E), the integer size formula rounding half up for
+// non-integral values (1280 B = "1.3K"), "%6d\t" numbering with lines split on "\n" only (CR kept), the
 // insert semantics (n = number of "\n"-split elements, one trailing "\n" of
 // insert_text stripped, lines joined with "\n", so inserting at n after a
 // final newline leaves a blank line), "$" kept literal, the check order of

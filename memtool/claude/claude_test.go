@@ -156,7 +156,7 @@ func TestRunnerScriptedConversation(t *testing.T) {
 	}
 
 	want := []string{
-		`[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n12B\t/memories/pic.png"}]}]`,
+		`[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories\n12B\t/memories/pic.png"}]}]`,
 		`[{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"File created successfully at: /memories/progress.md"}]},
 		  {"type":"tool_result","tool_use_id":"toolu_3","is_error":true,"content":[{"type":"text","text":"Error: The path /memories/missing.md does not exist. Please provide a valid path."}]}]`,
 		`[{"type":"tool_result","tool_use_id":"toolu_4","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + base64.StdEncoding.EncodeToString([]byte(png)) + `"}}]},

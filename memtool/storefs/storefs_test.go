@@ -309,8 +309,8 @@ func TestEmptyDirectories(t *testing.T) {
 	other := newTool(svc, storeID)
 	mustOK(t, ctx, tool, create("/memories/d/f.md", "x"))
 	mustOK(t, ctx, tool, del("/memories/d/f.md"))
-	head := "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories"
-	if diff := cmp.Diff(head+"\n4K\t/memories/d/", mustOK(t, ctx, tool, view("/memories"))); diff != "" {
+	head := "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories"
+	if diff := cmp.Diff(head+"\n4.0K\t/memories/d/", mustOK(t, ctx, tool, view("/memories"))); diff != "" {
 		t.Errorf("view from the deleting instance (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(head, mustOK(t, ctx, other, view("/memories"))); diff != "" {
@@ -389,7 +389,7 @@ func TestMux(t *testing.T) {
 		input []byte
 		want  string
 	}{
-		{view("/memories"), "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n4K\t/memories/prefs/\n4K\t/memories/work/\n7B\t/memories/work/todo.md"},
+		{view("/memories"), "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories\n4.0K\t/memories/prefs/\n4.0K\t/memories/work/\n7B\t/memories/work/todo.md"},
 		{create("/memories/top.md", "x"), "Error: The memory store refused the create of /memories/top.md: files can only be written inside a store's directory: /memories/prefs/, /memories/work/. Nothing was written."},
 		{rename("/memories/work/todo.md", "/memories/prefs/todo.md"), "Error: The memory store refused the rename of /memories/work/todo.md: memories cannot be moved between stores; create the file in the other store and delete this one."},
 		{del("/memories/work"), "Error: The memory store refused the delete of /memories/work: a store's directory cannot be deleted; delete the files inside it instead."},

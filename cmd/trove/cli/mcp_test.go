@@ -54,7 +54,7 @@ func exerciseMCP(t *testing.T, cs *mcp.ClientSession) {
 		isError bool
 	}{
 		{"memory", map[string]any{"command": "view", "path": "/memories"},
-			"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories", false},
+			"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories", false},
 		{"memory", map[string]any{"command": "create", "path": "/memories/prefs.md", "file_text": "tea: green\n"},
 			"File created successfully at: /memories/prefs.md", false},
 		{"memory", map[string]any{"command": "str_replace", "path": "/memories/prefs.md", "old_str": "green", "new_str": "oolong"},
@@ -243,7 +243,7 @@ func TestMCPSubprocess(t *testing.T) {
 		}{
 			{map[string]any{"command": "create", "path": "/memories/team-notes/a.md", "file_text": "hello"}, "File created successfully at: /memories/team-notes/a.md", false},
 			{map[string]any{"command": "create", "path": "/memories/style-guide/b.md", "file_text": "x"}, "Error: The memory store refused the create of /memories/style-guide/b.md: memory store " + guide.ID + " is attached read_only to this session; writes are refused. Nothing was written.", true},
-			{map[string]any{"command": "view", "path": "/memories"}, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n4K\t/memories/style-guide/\n4K\t/memories/team-notes/\n5B\t/memories/team-notes/a.md", false},
+			{map[string]any{"command": "view", "path": "/memories"}, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories\n4.0K\t/memories/style-guide/\n4.0K\t/memories/team-notes/\n5B\t/memories/team-notes/a.md", false},
 		}
 		for i, s := range steps {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "memory", Arguments: s.args})

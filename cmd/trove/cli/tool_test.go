@@ -40,7 +40,7 @@ func TestToolJSONLines(t *testing.T) {
 		`{"is_error":false,"content":"Here's the content of /memories/a.md with line numbers:\n     1\tx < y & z\n     2\t"}`,
 		`{"is_error":false,"content":[{"source":{"data":"` + base64.StdEncoding.EncodeToString([]byte(png)) + `","media_type":"image/png","type":"base64"},"type":"image"}]}`,
 		`{"is_error":true,"content":"Error: Cannot delete the /memories directory itself. Delete the files and directories inside it instead."}`,
-		`{"is_error":false,"content":"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories\n10B\t/memories/a.md\n10B\t/memories/p.png"}`,
+		`{"is_error":false,"content":"Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4.0K\t/memories\n10B\t/memories/a.md\n10B\t/memories/p.png"}`,
 	}, "\n") + "\n"
 	if diff := cmp.Diff(want, stdout.String()); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
