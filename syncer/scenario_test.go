@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/syncer"
 )
@@ -42,6 +43,11 @@ type scenario struct {
 	steps      []step
 	wantLocal  map[string]string
 	wantRemote map[string]string
+	// history is the store's whole version history afterwards, as
+	// env.history renders it: created-at path → one line per version of
+	// that memory, oldest first. The engine writes as session_actor (with
+	// the precondition it sent), the test's store-side writes as api_actor.
+	history map[string][]string
 	// check runs extra assertions; ids maps base paths to their memory ids.
 	check func(t *testing.T, e *env, last *syncer.Report, ids map[string]string)
 }
@@ -52,12 +58,17 @@ var scenarios = []scenario{
 	{name: "no change",
 		base:       map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
 		wantLocal:  map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
-		wantRemote: map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"}},
+		wantRemote: map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
+		history: map[string][]string{
+			"/a.md":   {`created /a.md "A\n" by api_actor`},
+			"/d/b.md": {`created /d/b.md "B\n" by api_actor`},
+		}},
 	{name: "local edit uploads with the base precondition",
 		base:       map[string]string{"/a.md": "A\n"},
 		steps:      []step{lw("/a.md", "A2\n")},
 		wantLocal:  map[string]string{"/a.md": "A2\n"},
 		wantRemote: map[string]string{"/a.md": "A2\n"},
+		history:    map[string][]string{"/a.md": {`created /a.md "A\n" by api_actor`, `modified /a.md "A2\n" by session_actor if "A\n"`}},
 		check: func(t *testing.T, e *env, _ *syncer.Report, ids map[string]string) {
 			vs := versions(t, e, ids["/a.md"])
 			if len(vs) != 2 || vs[0].Operation != trove.OpModified {
@@ -68,32 +79,50 @@ var scenarios = []scenario{
 		base:       map[string]string{"/a.md": "A\n"},
 		steps:      []step{rw("/a.md", "R\n")},
 		wantLocal:  map[string]string{"/a.md": "R\n"},
-		wantRemote: map[string]string{"/a.md": "R\n"}},
+		wantRemote: map[string]string{"/a.md": "R\n"},
+		history:    map[string][]string{"/a.md": {`created /a.md "A\n" by api_actor`, `modified /a.md "R\n" by api_actor`}}},
 	{name: "remote delete removes the unchanged local file",
 		base:       map[string]string{"/a.md": "A\n", "/d/b.md": "B\n"},
 		steps:      []step{rd("/d/b.md")},
 		wantLocal:  map[string]string{"/a.md": "A\n"},
-		wantRemote: map[string]string{"/a.md": "A\n"}},
+		wantRemote: map[string]string{"/a.md": "A\n"},
+		history: map[string][]string{
+			"/a.md":   {`created /a.md "A\n" by api_actor`},
+			"/d/b.md": {`created /d/b.md "B\n" by api_actor`, `deleted /d/b.md by api_actor`},
+		}},
 	{name: "local edit beats remote delete",
 		base:       map[string]string{"/a.md": "A\n"},
 		steps:      []step{lw("/a.md", "mine\n"), rd("/a.md")},
 		wantLocal:  map[string]string{"/a.md": "mine\n"},
-		wantRemote: map[string]string{"/a.md": "mine\n"}},
+		wantRemote: map[string]string{"/a.md": "mine\n"},
+		history: map[string][]string{
+			"/a.md":   {`created /a.md "A\n" by api_actor`, `deleted /a.md by api_actor`},
+			"/a.md#2": {`created /a.md "mine\n" by session_actor`},
+		}},
 	{name: "remote edit beats local delete",
 		base:       map[string]string{"/a.md": "A\n"},
 		steps:      []step{ld("/a.md"), rw("/a.md", "theirs\n"), pass(), tick(time.Hour)},
 		wantLocal:  map[string]string{"/a.md": "theirs\n"},
-		wantRemote: map[string]string{"/a.md": "theirs\n"}},
+		wantRemote: map[string]string{"/a.md": "theirs\n"},
+		history:    map[string][]string{"/a.md": {`created /a.md "A\n" by api_actor`, `modified /a.md "theirs\n" by api_actor`}}},
 	{name: "both deleted",
 		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
 		steps:      []step{ld("/a.md"), rd("/a.md")},
 		wantLocal:  map[string]string{"/b.md": "B\n"},
-		wantRemote: map[string]string{"/b.md": "B\n"}},
+		wantRemote: map[string]string{"/b.md": "B\n"},
+		history: map[string][]string{
+			"/a.md": {`created /a.md "A\n" by api_actor`, `deleted /a.md by api_actor`},
+			"/b.md": {`created /b.md "B\n" by api_actor`},
+		}},
 	{name: "local delete waits for the grace period",
 		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
 		steps:      []step{ld("/a.md"), pass(), tick(29 * time.Second), pass()},
 		wantLocal:  map[string]string{"/b.md": "B\n"},
 		wantRemote: map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		history: map[string][]string{
+			"/a.md": {`created /a.md "A\n" by api_actor`},
+			"/b.md": {`created /b.md "B\n" by api_actor`},
+		},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			if diff := cmp.Diff([]string{"/a.md"}, rep.PendingDeletes); diff != "" {
 				t.Errorf("pending deletes: %s", diff)
@@ -103,23 +132,41 @@ var scenarios = []scenario{
 		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
 		steps:      []step{ld("/a.md"), pass(), tick(30 * time.Second), pass()},
 		wantLocal:  map[string]string{"/b.md": "B\n"},
-		wantRemote: map[string]string{"/b.md": "B\n"}},
+		wantRemote: map[string]string{"/b.md": "B\n"},
+		history: map[string][]string{
+			"/a.md": {`created /a.md "A\n" by api_actor`, `deleted /a.md by session_actor if "A\n"`},
+			"/b.md": {`created /b.md "B\n" by api_actor`},
+		}},
 	{name: "a file back within the grace period is not deleted",
 		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
 		steps:      []step{ld("/a.md"), pass(), lw("/a.md", "A\n"), pass(), tick(time.Minute), pass()},
 		wantLocal:  map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
-		wantRemote: map[string]string{"/a.md": "A\n", "/b.md": "B\n"}},
+		wantRemote: map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
+		history: map[string][]string{
+			"/a.md": {`created /a.md "A\n" by api_actor`},
+			"/b.md": {`created /b.md "B\n" by api_actor`},
+		}},
 	{name: "final flush waives the grace period",
 		base:       map[string]string{"/a.md": "A\n", "/b.md": "B\n"},
 		steps:      []step{ld("/a.md"), flush()},
 		wantLocal:  map[string]string{"/b.md": "B\n"},
-		wantRemote: map[string]string{"/b.md": "B\n"}},
+		wantRemote: map[string]string{"/b.md": "B\n"},
+		history: map[string][]string{
+			"/a.md": {`created /a.md "A\n" by api_actor`, `deleted /a.md by session_actor if "A\n"`},
+			"/b.md": {`created /b.md "B\n" by api_actor`},
+		}},
 	{name: "delete cap per pass",
 		base:       map[string]string{"/a": "1", "/b": "2", "/c": "3", "/keep": "k"},
 		maxDeletes: 2,
 		steps:      []step{ld("/a"), ld("/b"), ld("/c"), pass(), tick(time.Minute), pass()},
 		wantLocal:  map[string]string{"/keep": "k"},
 		wantRemote: map[string]string{"/c": "3", "/keep": "k"},
+		history: map[string][]string{
+			"/a":    {`created /a "1" by api_actor`, `deleted /a by session_actor if "1"`},
+			"/b":    {`created /b "2" by api_actor`, `deleted /b by session_actor if "2"`},
+			"/c":    {`created /c "3" by api_actor`},
+			"/keep": {`created /keep "k" by api_actor`},
+		},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			if diff := cmp.Diff([]string{"/c"}, rep.PendingDeletes); diff != "" {
 				t.Errorf("pending deletes: %s", diff)
@@ -129,17 +176,29 @@ var scenarios = []scenario{
 		base:       map[string]string{"/a": "1", "/b": "2", "/c/d": "3"},
 		steps:      []step{ld("/a"), ld("/b"), ld("/c/d"), tick(time.Hour), flush()},
 		wantLocal:  map[string]string{"/a": "1", "/b": "2", "/c/d": "3"},
-		wantRemote: map[string]string{"/a": "1", "/b": "2", "/c/d": "3"}},
+		wantRemote: map[string]string{"/a": "1", "/b": "2", "/c/d": "3"},
+		history: map[string][]string{
+			"/a":   {`created /a "1" by api_actor`},
+			"/b":   {`created /b "2" by api_actor`},
+			"/c/d": {`created /c/d "3" by api_actor`},
+		}},
 	{name: "both changed to the same bytes: adopt",
 		base:       map[string]string{"/a.md": "A\n"},
 		steps:      []step{lw("/a.md", "same\n"), rw("/a.md", "same\n")},
 		wantLocal:  map[string]string{"/a.md": "same\n"},
-		wantRemote: map[string]string{"/a.md": "same\n"}},
+		wantRemote: map[string]string{"/a.md": "same\n"},
+		history:    map[string][]string{"/a.md": {`created /a.md "A\n" by api_actor`, `modified /a.md "same\n" by api_actor`}}},
 	{name: "both changed, clean three-way merge",
 		base:       map[string]string{"/n.md": "# Notes\none\ntwo\nthree\n"},
 		steps:      []step{lw("/n.md", "# Notes\nONE\ntwo\nthree\n"), rw("/n.md", "# Notes\none\ntwo\nTHREE\n")},
 		wantLocal:  map[string]string{"/n.md": "# Notes\nONE\ntwo\nTHREE\n"},
 		wantRemote: map[string]string{"/n.md": "# Notes\nONE\ntwo\nTHREE\n"},
+		history: map[string][]string{
+			"/n.md": {
+				`created /n.md "# Notes\none\ntwo\nthree\n" by api_actor`,
+				`modified /n.md "# Notes\none\ntwo\nTHREE\n" by api_actor`,
+				`modified /n.md "# Notes\nONE\ntwo\nTHREE\n" by session_actor if "# Notes\none\ntwo\nTHREE\n"`},
+		},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			if diff := cmp.Diff([]string{"/n.md"}, rep.Merged); diff != "" {
 				t.Errorf("merged: %s", diff)
@@ -150,6 +209,10 @@ var scenarios = []scenario{
 		steps:      []step{lw("/d/n.md", "mine\n"), rw("/d/n.md", "theirs\n")},
 		wantLocal:  map[string]string{"/d/n.md": "theirs\n", copyName("/d/n", ".md"): "mine\n"},
 		wantRemote: map[string]string{"/d/n.md": "theirs\n", copyName("/d/n", ".md"): "mine\n"},
+		history: map[string][]string{
+			"/d/n.md":               {`created /d/n.md "line\n" by api_actor`, `modified /d/n.md "theirs\n" by api_actor`},
+			copyName("/d/n", ".md"): {`created ` + copyName("/d/n", ".md") + ` "mine\n" by session_actor`},
+		},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			want := []syncer.Conflict{{Path: "/d/n.md", CopyPath: copyName("/d/n", ".md"), InStore: true}}
 			if diff := cmp.Diff(want, rep.Conflicts); diff != "" {
@@ -160,27 +223,38 @@ var scenarios = []scenario{
 		base:       map[string]string{},
 		steps:      []step{lw("/x/y/new.md", "N\n")},
 		wantLocal:  map[string]string{"/x/y/new.md": "N\n"},
-		wantRemote: map[string]string{"/x/y/new.md": "N\n"}},
+		wantRemote: map[string]string{"/x/y/new.md": "N\n"},
+		history:    map[string][]string{"/x/y/new.md": {`created /x/y/new.md "N\n" by session_actor`}}},
 	{name: "new remote memory is downloaded",
 		base:       map[string]string{"/a": "A"},
 		steps:      []step{rw("/x/y/new.md", "N\n")},
 		wantLocal:  map[string]string{"/a": "A", "/x/y/new.md": "N\n"},
-		wantRemote: map[string]string{"/a": "A", "/x/y/new.md": "N\n"}},
+		wantRemote: map[string]string{"/a": "A", "/x/y/new.md": "N\n"},
+		history: map[string][]string{
+			"/a":          {`created /a "A" by api_actor`},
+			"/x/y/new.md": {`created /x/y/new.md "N\n" by api_actor`},
+		}},
 	{name: "both created the same bytes: adopt",
 		base:       map[string]string{},
 		steps:      []step{lw("/n.md", "same"), rw("/n.md", "same")},
 		wantLocal:  map[string]string{"/n.md": "same"},
-		wantRemote: map[string]string{"/n.md": "same"}},
+		wantRemote: map[string]string{"/n.md": "same"},
+		history:    map[string][]string{"/n.md": {`created /n.md "same" by api_actor`}}},
 	{name: "both created different bytes: conflict copy",
 		base:       map[string]string{},
 		steps:      []step{lw("/n.md", "mine"), rw("/n.md", "theirs")},
 		wantLocal:  map[string]string{"/n.md": "theirs", copyName("/n", ".md"): "mine"},
-		wantRemote: map[string]string{"/n.md": "theirs", copyName("/n", ".md"): "mine"}},
+		wantRemote: map[string]string{"/n.md": "theirs", copyName("/n", ".md"): "mine"},
+		history: map[string][]string{
+			"/n.md":               {`created /n.md "theirs" by api_actor`},
+			copyName("/n", ".md"): {`created ` + copyName("/n", ".md") + ` "mine" by session_actor`},
+		}},
 	{name: "local rename keeps the memory id and history",
 		base:       map[string]string{"/old.md": "content\n"},
 		steps:      []step{lr("/old.md", "/sub/new.md")},
 		wantLocal:  map[string]string{"/sub/new.md": "content\n"},
 		wantRemote: map[string]string{"/sub/new.md": "content\n"},
+		history:    map[string][]string{"/old.md": {`created /old.md "content\n" by api_actor`, `modified /sub/new.md "content\n" by session_actor if "content\n"`}},
 		check: func(t *testing.T, e *env, _ *syncer.Report, ids map[string]string) {
 			m := e.memory("/sub/new.md")
 			if m == nil || m.ID != ids["/old.md"] {
@@ -191,12 +265,17 @@ var scenarios = []scenario{
 		base:       map[string]string{"/old.md": "content\n", "/other": "o"},
 		steps:      []step{rr("/old.md", "/new.md")},
 		wantLocal:  map[string]string{"/new.md": "content\n", "/other": "o"},
-		wantRemote: map[string]string{"/new.md": "content\n", "/other": "o"}},
+		wantRemote: map[string]string{"/new.md": "content\n", "/other": "o"},
+		history: map[string][]string{
+			"/old.md": {`created /old.md "content\n" by api_actor`, `modified /new.md "content\n" by api_actor`},
+			"/other":  {`created /other "o" by api_actor`},
+		}},
 	{name: "binary file is refused, kept intact, never uploaded",
 		base:       map[string]string{"/a": "A"},
 		steps:      []step{lw("/img.png", "\x89PNG\r\n\x1a\n\x00\xff"), pass(), pass()},
 		wantLocal:  map[string]string{"/a": "A", "/img.png": "\x89PNG\r\n\x1a\n\x00\xff"},
 		wantRemote: map[string]string{"/a": "A"},
+		history:    map[string][]string{"/a": {`created /a "A" by api_actor`}},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			want := []syncer.Problem{{Path: "/img.png", Reason: "file is not valid UTF-8 text (binary files are not synced)"}}
 			if diff := cmp.Diff(want, rep.Refused); diff != "" {
@@ -208,6 +287,7 @@ var scenarios = []scenario{
 		steps:      []step{lw("/a", big)},
 		wantLocal:  map[string]string{"/a": big},
 		wantRemote: map[string]string{"/a": "A"},
+		history:    map[string][]string{"/a": {`created /a "A" by api_actor`}},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			if len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "102401 bytes") {
 				t.Errorf("refused = %+v", rep.Refused)
@@ -217,18 +297,25 @@ var scenarios = []scenario{
 		base:       map[string]string{},
 		steps:      []step{lw("/bad\u2028name", "x")},
 		wantLocal:  map[string]string{"/bad\u2028name": "x"},
-		wantRemote: map[string]string{}},
+		wantRemote: map[string]string{},
+		history:    map[string][]string{}},
 	{name: "refused file edited while the store changed: conflict copy stays local",
 		base:       map[string]string{"/a": "A"},
 		steps:      []step{lw("/a", "\xff\xfe"), rw("/a", "R")},
 		wantLocal:  map[string]string{"/a": "R", copyName("/a", ""): "\xff\xfe"},
-		wantRemote: map[string]string{"/a": "R"}},
+		wantRemote: map[string]string{"/a": "R"},
+		history:    map[string][]string{"/a": {`created /a "A" by api_actor`, `modified /a "R" by api_actor`}}},
 	{name: "read-only: local edit, new file and delete are restored; remote edit pulled",
 		base:       map[string]string{"/a": "A", "/b": "B", "/c": "C"},
 		readOnly:   true,
 		steps:      []step{lw("/a", "tampered"), lw("/new", "N"), ld("/b"), rw("/c", "C2")},
 		wantLocal:  map[string]string{"/a": "A", "/b": "B", "/c": "C2"},
 		wantRemote: map[string]string{"/a": "A", "/b": "B", "/c": "C2"},
+		history: map[string][]string{
+			"/a": {`created /a "A" by api_actor`},
+			"/b": {`created /b "B" by api_actor`},
+			"/c": {`created /c "C" by api_actor`, `modified /c "C2" by api_actor`},
+		},
 		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
 			if len(rep.Quarantined) != 2 {
 				t.Errorf("quarantined = %+v, want /a and /new", rep.Quarantined)
@@ -243,11 +330,29 @@ func TestScenarios(t *testing.T) {
 			for p, c := range sc.base {
 				e.rwrite(p, c)
 			}
+			// The engine writes with a session credential (as under
+			// `trove session run`), the test's store-side steps with the
+			// workspace API key, so the history tells them apart.
+			access := trove.AccessReadWrite
+			if sc.readOnly {
+				access = trove.AccessReadOnly
+			}
+			sctx, sessionID := e.sessionCtx(access)
+			rec := newPreconds(e.svc)
 			en := e.engine("dir", func(o *syncer.Options) {
+				o.Services = rec
 				o.ReadOnly = sc.readOnly
 				o.MaxDeletes = sc.maxDeletes
 			})
-			e.sync(en)
+			sync := func() *syncer.Report {
+				t.Helper()
+				rep, err := en.Sync(sctx)
+				if err != nil || len(rep.Errors) > 0 {
+					t.Fatalf("sync: %v %+v", err, rep)
+				}
+				return rep
+			}
+			sync()
 			dir := en.Dir()
 			if diff := cmp.Diff(sc.base, readDir(t, dir)); diff != "" {
 				t.Fatalf("initial download (-want +got):\n%s", diff)
@@ -280,9 +385,9 @@ func TestScenarios(t *testing.T) {
 				case "tick":
 					e.clock.Advance(s.d)
 				case "pass":
-					last = e.sync(en)
+					last = sync()
 				case "flush":
-					rep, err := en.Flush(e.ctx)
+					rep, err := en.Flush(sctx)
 					if err != nil || len(rep.Errors) > 0 {
 						t.Fatalf("flush: %v %+v", err, rep)
 					}
@@ -298,14 +403,26 @@ func TestScenarios(t *testing.T) {
 			if sc.check != nil {
 				sc.check(t, e, last, ids)
 			}
-			if last != nil && len(last.PendingDeletes) > 0 {
-				return // the next pass is expected to carry on deleting
+			if last == nil || len(last.PendingDeletes) == 0 {
+				// Settled: one more pass changes nothing on either side
+				// (and, checked below, adds no version).
+				rep := sync()
+				for k, n := range rep.Counts {
+					if k != syncer.KindMarkAbsent && n > 0 {
+						t.Errorf("pass after settling did %d %s", n, k)
+					}
+				}
 			}
-			// Settled: one more pass changes nothing on either side.
-			rep := e.sync(en)
-			for k, n := range rep.Counts {
-				if k != syncer.KindMarkAbsent && n > 0 {
-					t.Errorf("pass after settling did %d %s", n, k)
+			got, keys := e.history(t, rec, sessionID)
+			if diff := cmp.Diff(sc.history, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("version history (-want +got):\n%s", diff)
+			}
+			// Every base memory keeps its id: its versions are the ones
+			// listed under its base path (a rename's "modified" line
+			// included), never a new memory's.
+			for p, id := range ids {
+				if keys[id] != p {
+					t.Errorf("memory %s created at %s is listed under %q", id, p, keys[id])
 				}
 			}
 		})
