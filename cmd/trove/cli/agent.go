@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/spf13/cobra"
@@ -22,6 +23,7 @@ func newAgentCmd(e *env) *cobra.Command {
 		model    string
 		maxTurns int
 		system   string
+		guards   guardFlags
 		store    agentStore // --store: /memories is a memory store (agent_store.go)
 	)
 	cmd := &cobra.Command{
@@ -32,6 +34,10 @@ memory operations on the directory given by --root (/memories maps to it),
 or on the memory store given by --store (local --data, or TROVE_URL with
 TROVE_API_KEY; every write is a version), until Claude stops asking for tools. Claude's text goes to standard output,
 one line per memory call to standard error.
+
+With --expire-after (--root only), files not read for that long are deleted
+before the first request and again after the run, one "[expire] deleted
+PATH" line each on standard error.
 
 Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -44,6 +50,12 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 			if (root == "") == !store.enabled() {
 				return &exitError{code: 2, err: errors.New("agent: give exactly one of --root DIR and --store NAME_OR_ID")}
 			}
+			if err := guards.validate("agent"); err != nil {
+				return err
+			}
+			if store.enabled() && guards.expireAfter > 0 {
+				return &exitError{code: 2, err: errors.New("agent: --expire-after needs access times, which a memory store does not track; use it with --root")}
+			}
 			if os.Getenv("ANTHROPIC_API_KEY") == "" {
 				return &exitError{code: 2, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
 			}
@@ -52,7 +64,7 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 			}
 			var tool *memtool.Tool
 			if store.enabled() {
-				st, closeStore, err := store.open(e.ctx, cmd, memtool.Options{})
+				st, closeStore, err := store.open(e.ctx, cmd, guards.options())
 				if err != nil {
 					return fmt.Errorf("agent: %w", err)
 				}
@@ -64,8 +76,12 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 					return fmt.Errorf("agent: opening --root: %w", err)
 				}
 				defer fsys.Close()
-				tool = memtool.New(fsys, memtool.Options{})
+				tool = memtool.New(fsys, guards.options())
 			}
+			if err := guards.sweep(e, tool); err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			var stderrMu sync.Mutex
 			client := anthropic.NewClient() // reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
 			r := &claude.Runner{
 				Client:   &client,
@@ -85,17 +101,24 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 					if res.IsError {
 						status = "error: " + firstLine(res.Text())
 					}
+					// The calls of one turn report concurrently.
+					stderrMu.Lock()
+					defer stderrMu.Unlock()
 					fmt.Fprintf(e.stderr, "[memory] %s -> %s\n", describeCall(u.Input), status)
 				},
 			}
 			_, _, err := r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
 			if errors.Is(err, claude.ErrMaxTurns) {
-				return fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
+				err = fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
+			} else if err != nil {
+				err = fmt.Errorf("agent: %w", err)
 			}
-			if err != nil {
-				return fmt.Errorf("agent: %w", err)
+			// Sweep again whatever the outcome: files the run left unread
+			// for the whole period go, files it used were touched.
+			if sweepErr := guards.sweep(e, tool); sweepErr != nil {
+				err = errors.Join(err, fmt.Errorf("agent: %w", sweepErr))
 			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "", "host directory that /memories maps to (created if missing)")
@@ -103,6 +126,7 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 	cmd.Flags().StringVar(&model, "model", string(claude.DefaultModel), "Claude model")
 	cmd.Flags().IntVar(&maxTurns, "max-turns", 20, "maximum number of requests to the Messages API")
 	cmd.Flags().StringVar(&system, "system", "", "optional system prompt")
+	guards.register(cmd)
 	return cmd
 }
 

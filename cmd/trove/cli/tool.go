@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,7 @@ func init() { register(newToolCmd) }
 
 func newToolCmd(e *env) *cobra.Command {
 	var root string
-	var overwrite bool
+	var guards guardFlags
 	cmd := &cobra.Command{
 		Use:   "tool --root DIR",
 		Short: "Execute memory tool calls read as JSON lines on stdin",
@@ -30,24 +31,91 @@ For each non-blank line one JSON line is written to standard output:
   {"is_error":false,"content":"..."}
 where content is a string for text results and an array of content blocks
 for images. A malformed line gets an is_error result; the command only
-stops at the end of the input. /memories is the directory given by --root.`,
+stops at the end of the input. /memories is the directory given by --root.
+
+With --expire-after, files not read for that long are deleted before the
+first line is read, one "[expire] deleted PATH" line each on standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if root == "" {
 				return &exitError{code: 2, err: errors.New("tool: --root DIR is required")}
+			}
+			if err := guards.validate("tool"); err != nil {
+				return err
 			}
 			fsys, err := memtool.NewDirFS(root)
 			if err != nil {
 				return fmt.Errorf("tool: opening --root: %w", err)
 			}
 			defer fsys.Close()
-			tool := memtool.New(fsys, memtool.Options{Overwrite: overwrite})
+			tool := memtool.New(fsys, guards.options())
+			if err := guards.sweep(e, tool); err != nil {
+				return fmt.Errorf("tool: %w", err)
+			}
 			return runToolLines(e, tool)
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "", "host directory that /memories maps to (created if missing)")
-	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "let create replace existing files instead of failing")
+	guards.register(cmd)
 	return cmd
+}
+
+// guardFlags are the engine's guards that trove tool and trove agent expose:
+// --max-file-size, --no-secret-filter, --overwrite and --expire-after.
+type guardFlags struct {
+	maxFileSize    int64
+	noSecretFilter bool
+	overwrite      bool
+	expireAfter    time.Duration
+}
+
+// register adds the flags to cmd.
+func (g *guardFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Int64Var(&g.maxFileSize, "max-file-size", memtool.DefaultMaxFileSize, "largest file, in bytes, that create, str_replace or insert may write")
+	f.BoolVar(&g.noSecretFilter, "no-secret-filter", false, "let writes through that contain private keys or API keys (refused by default)")
+	f.BoolVar(&g.overwrite, "overwrite", false, "let create replace existing files instead of failing")
+	f.DurationVar(&g.expireAfter, "expire-after", 0, "delete files not read for this long (e.g. 720h) when the command starts; off when 0")
+}
+
+// validate returns a usage error (exit code 2) for a non-positive
+// --max-file-size or a negative --expire-after; cmd names the command in
+// the message.
+func (g *guardFlags) validate(cmd string) error {
+	if g.maxFileSize < 1 {
+		return &exitError{code: 2, err: fmt.Errorf("%s: --max-file-size must be at least 1 byte, got %d", cmd, g.maxFileSize)}
+	}
+	if g.expireAfter < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("%s: --expire-after must be a positive duration such as 720h, got %s", cmd, g.expireAfter)}
+	}
+	return nil
+}
+
+// options returns the engine options the flags describe.
+func (g *guardFlags) options() memtool.Options {
+	opt := memtool.Options{MaxFileSize: g.maxFileSize, Overwrite: g.overwrite}
+	if g.noSecretFilter {
+		opt.SecretFilter = memtool.AllowSecrets
+	}
+	return opt
+}
+
+// sweep runs tool.Sweep when --expire-after is set, writing one
+// "[expire] deleted PATH (not read for D)" line per deleted file to
+// e.stderr, and returns the error that stopped it (the files deleted before
+// it are still reported). It does nothing when --expire-after is unset.
+func (g *guardFlags) sweep(e *env, tool *memtool.Tool) error {
+	if g.expireAfter <= 0 {
+		return nil
+	}
+	deleted, err := tool.Sweep(e.ctx, g.expireAfter)
+	for _, p := range deleted {
+		fmt.Fprintf(e.stderr, "[expire] deleted %s (not read for %s)\n", p, g.expireAfter)
+	}
+	if err != nil {
+		return fmt.Errorf("--expire-after: %w", err)
+	}
+	return nil
 }
 
 // runToolLines executes one tool call per input line until EOF.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -54,5 +55,116 @@ func TestToolRequiresRoot(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "--root") {
 		t.Errorf("stderr %q does not mention --root", stderr.String())
+	}
+}
+
+// TestToolGuardFlags runs trove tool with each guard flag and without it:
+// the flag must change the outcome.
+func TestToolGuardFlags(t *testing.T) {
+	const secret = `{"command":"create","path":"/memories/k.md","file_text":"aws AKIAIOSFODNN7EXAMPLE\n"}`
+	tests := []struct {
+		name  string
+		flags []string
+		stdin []string
+		want  []string
+	}{
+		{"max-file-size/default", nil,
+			[]string{`{"command":"create","path":"/memories/a.md","file_text":"` + strings.Repeat("x", 102401) + `"}`},
+			[]string{`{"is_error":true,"content":"Error: The content of /memories/a.md would be 102,401 bytes, more than the maximum file size of 102,400 bytes; nothing was written. Keep memory files small: split the content into several files."}`}},
+		{"max-file-size/10", []string{"--max-file-size", "10"},
+			[]string{
+				`{"command":"create","path":"/memories/a.md","file_text":"0123456789"}`,
+				`{"command":"create","path":"/memories/b.md","file_text":"0123456789a"}`,
+			},
+			[]string{
+				`{"is_error":false,"content":"File created successfully at: /memories/a.md"}`,
+				`{"is_error":true,"content":"Error: The content of /memories/b.md would be 11 bytes, more than the maximum file size of 10 bytes; nothing was written. Keep memory files small: split the content into several files."}`,
+			}},
+		{"secret-filter/default", nil, []string{secret},
+			[]string{`{"is_error":true,"content":"Error: Refused to write /memories/k.md: the text appears to contain an AWS access key ID. Secrets must not be stored in memory; remove it (or replace it with a placeholder) and try again."}`}},
+		{"secret-filter/off", []string{"--no-secret-filter"}, []string{secret},
+			[]string{`{"is_error":false,"content":"File created successfully at: /memories/k.md"}`}},
+		{"overwrite/default", nil,
+			[]string{`{"command":"create","path":"/memories/a.md","file_text":"1"}`, `{"command":"create","path":"/memories/a.md","file_text":"2"}`},
+			[]string{`{"is_error":false,"content":"File created successfully at: /memories/a.md"}`, `{"is_error":true,"content":"Error: File /memories/a.md already exists"}`}},
+		{"overwrite/on", []string{"--overwrite"},
+			[]string{`{"command":"create","path":"/memories/a.md","file_text":"1"}`, `{"command":"create","path":"/memories/a.md","file_text":"2"}`},
+			[]string{`{"is_error":false,"content":"File created successfully at: /memories/a.md"}`, `{"is_error":false,"content":"File overwritten successfully at: /memories/a.md"}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"tool", "--root", dir}, tt.flags...)
+			if code := Main(args, strings.NewReader(strings.Join(tt.stdin, "\n")), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d, stderr %s", code, stderr.String())
+			}
+			if diff := cmp.Diff(strings.Join(tt.want, "\n")+"\n", stdout.String()); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestToolExpireAfter: --expire-after deletes, before the first line is
+// read, the files whose access time is older than the period, and names
+// them on stderr; without the flag nothing is swept.
+func TestToolExpireAfter(t *testing.T) {
+	for _, tt := range []struct {
+		flags      []string
+		wantStderr string
+		wantOld    bool
+	}{
+		{nil, "", true},
+		{[]string{"--expire-after", "720h"}, "[expire] deleted /memories/d/old.md (not read for 720h0m0s)\n", false},
+	} {
+		dir := t.TempDir()
+		old, fresh := filepath.Join(dir, "d", "old.md"), filepath.Join(dir, "fresh.md")
+		if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{old, fresh} {
+			if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		longAgo := time.Now().Add(-1000 * time.Hour)
+		if err := os.Chtimes(old, longAgo, longAgo); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"tool", "--root", dir}, tt.flags...)
+		// The view shows the state after the sweep.
+		if code := Main(args, strings.NewReader(`{"command":"view","path":"/memories"}`), &stdout, &stderr); code != 0 {
+			t.Fatalf("%q: exit %d, stderr %s", tt.flags, code, stderr.String())
+		}
+		if got := stderr.String(); got != tt.wantStderr {
+			t.Errorf("%q: stderr = %q, want %q", tt.flags, got, tt.wantStderr)
+		}
+		_, err := os.Stat(old)
+		if gotOld := err == nil; gotOld != tt.wantOld {
+			t.Errorf("%q: old.md exists = %v, want %v (%v)", tt.flags, gotOld, tt.wantOld, err)
+		}
+		if _, err := os.Stat(fresh); err != nil {
+			t.Errorf("%q: fresh.md: %v", tt.flags, err)
+		}
+		if strings.Contains(stdout.String(), "old.md") == !tt.wantOld {
+			t.Errorf("%q: listing %s", tt.flags, stdout.String())
+		}
+	}
+}
+
+func TestToolGuardFlagsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-file-size", "0"},
+		{"--max-file-size", "-1"},
+		{"--expire-after", "-1h"},
+		{"--expire-after", "30d"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Main(append([]string{"tool", "--root", t.TempDir()}, args...), strings.NewReader(""), &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), args[0]) {
+			t.Errorf("%q: exit %d, stderr %q; want a failure naming %s", args, code, stderr.String(), args[0])
+		}
 	}
 }
