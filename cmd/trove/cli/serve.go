@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 )
@@ -29,9 +32,104 @@ func envOr(name, def string) string {
 	return def
 }
 
+// serveConfig is what the serve flags (and their environment variables)
+// configure.
+type serveConfig struct {
+	data, addr, dbURL          string
+	shutdownTimeout, authCache time.Duration
+	limits                     trove.Limits // every field set and valid (resolveLimits)
+}
+
+// limitFlag is a serve flag setting one integer field of trove.Limits, with
+// an environment variable used when the flag is not given.
+type limitFlag struct {
+	name, env, help string
+	field           func(*trove.Limits) *int
+	max             int // 0: no upper bound
+}
+
+// maxContentBytesCap bounds --max-content-bytes: far above the API's
+// default, far below what the databases hold in one value.
+const maxContentBytesCap = 64 << 20
+
+// limitFlags are the limits serve exposes. The path and page-size limits are
+// not among them: clients (trove tool, sync, mounts) assume the documented
+// values, so changing them on one server would break those clients.
+var limitFlags = []limitFlag{
+	{"max-memories", "TROVE_MAX_MEMORIES_PER_STORE", "live memories in one store: at the limit creating a new path is a 400, existing memories stay editable",
+		func(l *trove.Limits) *int { return &l.MaxMemoriesPerStore }, 0},
+	{"max-content-bytes", "TROVE_MAX_CONTENT_BYTES", "memory content size in bytes (request bodies are allowed six times this, for JSON escapes)",
+		func(l *trove.Limits) *int { return &l.MaxContentBytes }, maxContentBytesCap},
+	{"max-name-chars", "TROVE_MAX_NAME_CHARS", "store name length in characters",
+		func(l *trove.Limits) *int { return &l.MaxNameChars }, 0},
+	{"max-description-chars", "TROVE_MAX_DESCRIPTION_CHARS", "store description length in characters",
+		func(l *trove.Limits) *int { return &l.MaxDescriptionChars }, 0},
+	{"max-metadata-pairs", "TROVE_MAX_METADATA_PAIRS", "metadata key-value pairs on one store",
+		func(l *trove.Limits) *int { return &l.MaxMetadataPairs }, 0},
+	{"max-metadata-key-chars", "TROVE_MAX_METADATA_KEY_CHARS", "metadata key length in characters",
+		func(l *trove.Limits) *int { return &l.MaxMetadataKeyChars }, 0},
+	{"max-metadata-value-chars", "TROVE_MAX_METADATA_VALUE_CHARS", "metadata value length in characters",
+		func(l *trove.Limits) *int { return &l.MaxMetadataValChars }, 0},
+	{"max-stores-per-session", "TROVE_MAX_STORES_PER_SESSION", "memory stores attached to one session",
+		func(l *trove.Limits) *int { return &l.MaxStoresPerSession }, 0},
+	{"max-instructions-chars", "TROVE_MAX_INSTRUCTIONS_CHARS", "instructions of one attached store, characters",
+		func(l *trove.Limits) *int { return &l.MaxInstructionsChars }, 0},
+}
+
+// retentionFlag and retentionEnv set Limits.VersionRetention.
+const retentionFlag, retentionEnv = "version-retention", "TROVE_VERSION_RETENTION"
+
+// resolveLimits returns the limits serve runs with: each one is its flag
+// when given, else its environment variable when set, else the documented
+// default (trove.DefaultLimits, already in l). Every limit must be positive
+// (and --max-content-bytes at most maxContentBytesCap); the error names the
+// flag or variable at fault.
+func resolveLimits(changed func(flag string) bool, l trove.Limits) (trove.Limits, error) {
+	for _, lf := range limitFlags {
+		v := lf.field(&l)
+		src := "--" + lf.name
+		if !changed(lf.name) {
+			if ev, ok := os.LookupEnv(lf.env); ok && ev != "" {
+				n, err := strconv.Atoi(strings.TrimSpace(ev))
+				if err != nil {
+					return l, fmt.Errorf("%s must be a positive integer, got %q", lf.env, ev)
+				}
+				*v, src = n, lf.env
+			}
+		}
+		if *v <= 0 {
+			return l, fmt.Errorf("%s must be a positive integer, got %d", src, *v)
+		}
+		if lf.max > 0 && *v > lf.max {
+			return l, fmt.Errorf("%s must be at most %d, got %d", src, lf.max, *v)
+		}
+	}
+	src := "--" + retentionFlag
+	if !changed(retentionFlag) {
+		if ev, ok := os.LookupEnv(retentionEnv); ok && ev != "" {
+			d, err := time.ParseDuration(strings.TrimSpace(ev))
+			if err != nil {
+				return l, fmt.Errorf("%s must be a positive duration such as 720h, got %q", retentionEnv, ev)
+			}
+			l.VersionRetention, src = d, retentionEnv
+		}
+	}
+	if l.VersionRetention <= 0 {
+		return l, fmt.Errorf("%s must be a positive duration such as 720h, got %s", src, l.VersionRetention)
+	}
+	return l, nil
+}
+
+// maxBodyFor returns the request body bound for content of up to
+// maxContent bytes: every byte may take six as a JSON \u escape, plus room
+// for the rest of the body; never below httpapi.DefaultMaxBodyBytes.
+func maxBodyFor(maxContent int) int64 {
+	return max(httpapi.DefaultMaxBodyBytes, 6*int64(maxContent)+64<<10)
+}
+
 func newServeCmd(e *env) *cobra.Command {
-	var data, addr, dbURL string
-	var shutdownTimeout, authCache time.Duration
+	var c serveConfig
+	c.limits = trove.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory stores API (wire compatible with the Anthropic SDKs)",
@@ -46,18 +144,33 @@ Credentials: a verified API key or session token is remembered for
 request for it. A key revoked or a session ended through this server is
 refused at once. A key revoked by another process (trove keys revoke, or
 another trove serve on the same PostgreSQL) is refused by this server at most
---auth-cache later. --auth-cache 0 checks the database on every request.`,
+--auth-cache later. --auth-cache 0 checks the database on every request.
+
+Limits: the --max-* flags and --version-retention default to the API's
+documented values; each falls back to its environment variable (named in its
+help) when not given, and must be positive. Several nodes on one database
+must run with the same limits. Versions older than --version-retention are
+deleted hourly, except the current version of each live memory.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServe(e, data, addr, dbURL, shutdownTimeout, authCache)
+			l, err := resolveLimits(cmd.Flags().Changed, c.limits)
+			if err != nil {
+				return err
+			}
+			c.limits = l
+			return runServe(e, c)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
-	f.StringVar(&addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
-	f.StringVar(&dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
-	f.DurationVar(&authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
-	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	f.StringVar(&c.data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
+	f.StringVar(&c.addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
+	f.StringVar(&c.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
+	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
+	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	for _, lf := range limitFlags {
+		f.IntVar(lf.field(&c.limits), lf.name, *lf.field(&c.limits), lf.help+" (env "+lf.env+")")
+	}
+	f.DurationVar(&c.limits.VersionRetention, retentionFlag, c.limits.VersionRetention, "delete versions older than this, except each live memory's current one (env "+retentionEnv+")")
 	return cmd
 }
 
@@ -65,19 +178,19 @@ another trove serve on the same PostgreSQL) is refused by this server at most
 // made by another process is honoured within two seconds.
 const defaultAuthCache = 2 * time.Second
 
-func runServe(e *env, data, addr, dbURL string, shutdownTimeout, authCache time.Duration) error {
+func runServe(e *env, c serveConfig) error {
 	ctx := e.ctx
-	if authCache < 0 {
-		return fmt.Errorf("--auth-cache must not be negative, got %s", authCache)
+	if c.authCache < 0 {
+		return fmt.Errorf("--auth-cache must not be negative, got %s", c.authCache)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	b, err := openBackendWith(ctx, data, dbURL, true, core.Options{Logger: log, AuthCacheTTL: authCache})
+	b, err := openBackendWith(ctx, c.data, c.dbURL, true, core.Options{Logger: log, AuthCacheTTL: c.authCache, Limits: c.limits})
 	if err != nil {
 		return err
 	}
 	defer b.close()
 
-	if err := ensureFirstKey(ctx, e, b, data); err != nil {
+	if err := ensureFirstKey(ctx, e, b, c.data); err != nil {
 		return err
 	}
 
@@ -87,16 +200,18 @@ func runServe(e *env, data, addr, dbURL string, shutdownTimeout, authCache time.
 		Services: b.svc,
 		Sessions: b.svc,
 		Auth:     b.svc,
-		Limits:   b.svc.Limits(),
+		Limits:   b.svc.Limits(), // c.limits, as core applies them
 		Logger:   log,
-		Metrics:  reg,
-		Health:   b.health,
+		// Room for a maximal memory with every byte JSON-escaped.
+		MaxBodyBytes: maxBodyFor(c.limits.MaxContentBytes),
+		Metrics:      reg,
+		Health:       b.health,
 		// The credential cache is core's (Options.AuthCacheTTL): it sees
 		// revocations made through this process at once.
 	})
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+		return fmt.Errorf("listening on %s: %w", c.addr, err)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -124,8 +239,8 @@ func runServe(e *env, data, addr, dbURL string, shutdownTimeout, authCache time.
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: waiting for in-flight requests", "timeout", shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	log.Info("shutting down: waiting for in-flight requests", "timeout", c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	stopRetention()

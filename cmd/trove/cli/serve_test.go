@@ -545,3 +545,166 @@ func TestServeAuthCacheDefault(t *testing.T) {
 		t.Errorf("session ended through this server = %v, want EUNAUTHENTICATED at once", err)
 	}
 }
+
+// TestServeLimitFlagsRefused: every bad limit is refused before serve
+// opens anything, with the flag or environment variable at fault named.
+func TestServeLimitFlagsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"zero memories", []string{"--max-memories", "0"}, nil, "--max-memories must be a positive integer, got 0"},
+		{"negative memories", []string{"--max-memories", "-3"}, nil, "--max-memories must be a positive integer, got -3"},
+		{"zero content", []string{"--max-content-bytes", "0"}, nil, "--max-content-bytes must be a positive integer, got 0"},
+		{"huge content", []string{"--max-content-bytes", "1000000000"}, nil, "--max-content-bytes must be at most 67108864, got 1000000000"},
+		{"zero pairs", []string{"--max-metadata-pairs", "0"}, nil, "--max-metadata-pairs must be a positive integer, got 0"},
+		{"zero retention", []string{"--version-retention", "0s"}, nil, "--version-retention must be a positive duration such as 720h, got 0s"},
+		{"negative retention", []string{"--version-retention", "-1h"}, nil, "--version-retention must be a positive duration such as 720h, got -1h0m0s"},
+		{"env text", nil, map[string]string{"TROVE_MAX_MEMORIES_PER_STORE": "lots"}, `TROVE_MAX_MEMORIES_PER_STORE must be a positive integer, got "lots"`},
+		{"env zero", nil, map[string]string{"TROVE_MAX_MEMORIES_PER_STORE": "0"}, "TROVE_MAX_MEMORIES_PER_STORE must be a positive integer, got 0"},
+		{"env content", nil, map[string]string{"TROVE_MAX_CONTENT_BYTES": "-1"}, "TROVE_MAX_CONTENT_BYTES must be a positive integer, got -1"},
+		{"env retention days", nil, map[string]string{"TROVE_VERSION_RETENTION": "30d"}, `TROVE_VERSION_RETENTION must be a positive duration such as 720h, got "30d"`},
+		{"env retention negative", nil, map[string]string{"TROVE_VERSION_RETENTION": "-5m"}, "TROVE_VERSION_RETENTION must be a positive duration such as 720h, got -5m0s"},
+		{"flag beats a bad env", []string{"--max-memories", "0"}, map[string]string{"TROVE_MAX_MEMORIES_PER_STORE": "5"}, "--max-memories must be a positive integer, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			// Should serve start by mistake, the timeout stops it with
+			// exit code 0, which fails the test.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out, errb syncBuffer
+			args := append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, tt.args...)
+			code := run(ctx, args, strings.NewReader(""), &out, &errb)
+			if code == 0 || !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("serve %v = %d, stderr %q, want an error containing %q", tt.args, code, errb.String(), tt.want)
+			}
+			if strings.Contains(out.String(), "listening") {
+				t.Errorf("serve %v started:\n%s", tt.args, out.String())
+			}
+		})
+	}
+
+	code, out, _ := runTrove(t, "serve", "--help")
+	for _, want := range []string{
+		"--max-memories int", "(env TROVE_MAX_MEMORIES_PER_STORE) (default 10000)",
+		"--max-content-bytes int", "(env TROVE_MAX_CONTENT_BYTES) (default 102400)",
+		"--version-retention duration", "(env TROVE_VERSION_RETENTION) (default 720h0m0s)",
+		"--max-stores-per-session int", "(default 8)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help (exit %d) lacks %q:\n%s", code, want, out)
+		}
+	}
+}
+
+// TestServeLimitFlags: --max-memories, --max-content-bytes and
+// --version-retention (and their environment variables, which a flag
+// overrides) reach both core and the HTTP edge of a running serve.
+func TestServeLimitFlags(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("TROVE_MAX_MEMORIES_PER_STORE", "7") // the flag wins
+	s := startServe(t, "--data", data, "--max-memories", "2", "--max-content-bytes", "200000")
+	b, _ := os.ReadFile(filepath.Join(data, "api_key"))
+	key := strings.TrimSpace(string(b))
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key))
+	st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "limits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(c anthropic.Client, path string) (*anthropic.BetaManagedAgentsMemory, error) {
+		return c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: path, Content: anthropic.String(path)})
+	}
+	wantLimit := func(err error, what string) {
+		t.Helper()
+		var apierr *anthropic.Error
+		if !errors.As(err, &apierr) || apierr.StatusCode != 400 || string(apierr.Type()) != "invalid_request_error" {
+			t.Fatalf("%s = %v, want 400 invalid_request_error", what, err)
+		}
+	}
+	a, err := create(c, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := create(c, "/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(c, "/c")
+	wantLimit(err, "third create past --max-memories 2")
+	if _, err := c.Beta.MemoryStores.Memories.Update(ctx, a.ID, anthropic.BetaMemoryStoreMemoryUpdateParams{MemoryStoreID: st.ID, Content: anthropic.String("edited")}); err != nil {
+		t.Fatalf("update at the limit: %v", err)
+	}
+	if _, err := c.Beta.MemoryStores.Memories.Delete(ctx, bm.ID, anthropic.BetaMemoryStoreMemoryDeleteParams{MemoryStoreID: st.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create(c, "/c"); err != nil {
+		t.Fatalf("create after a delete freed a slot: %v", err)
+	}
+
+	// --max-content-bytes 200000: a maximal memory sent with every byte
+	// escaped (1.2 MB, above httpapi's default body bound) is accepted, one
+	// byte more is a 400 from core, not a 413.
+	big, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(n int) (int, string) {
+		t.Helper()
+		body := `{"path":"/big","content":"` + strings.Repeat(`\u003c`, n) + `"}`
+		req, _ := http.NewRequest("POST", s.url+"/v1/memory_stores/"+big.ID+"/memories", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		rb, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(rb)
+	}
+	if code, body := post(200001); code != 400 || !strings.Contains(body, "invalid_request_error") {
+		t.Errorf("content of 200001 bytes = %d %s, want 400 invalid_request_error", code, body)
+	}
+	if code, body := post(200000); code != 200 {
+		t.Errorf("content of 200000 escaped bytes = %d %.300s, want 200", code, body)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exit code %d; stderr:\n%s", code, s.stderr)
+	}
+
+	// The environment applies when the flags are not given. Retention runs
+	// at start: with 1ns every version but the current ones goes (/a's
+	// create, /b's create and delete).
+	t.Setenv("TROVE_MAX_MEMORIES_PER_STORE", "3")
+	t.Setenv("TROVE_VERSION_RETENTION", "1ns")
+	s = startServe(t, "--data", data)
+	if !s.stderr.waitFor(`msg="core: purged expired memory versions" count=3 `, 20*time.Second) {
+		t.Fatalf("retention with TROVE_VERSION_RETENTION=1ns did not purge 3 versions; stderr:\n%s", s.stderr)
+	}
+	c = anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key))
+	var kept []string
+	it := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(ctx, st.ID, anthropic.BetaMemoryStoreMemoryVersionListParams{})
+	for it.Next() {
+		v := it.Current()
+		kept = append(kept, string(v.Operation)+":"+v.Path)
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"created:/c", "modified:/a"}, kept); diff != "" {
+		t.Errorf("versions after retention (-want +got):\n%s", diff)
+	}
+	if _, err := create(c, "/d"); err != nil {
+		t.Fatalf("third create under TROVE_MAX_MEMORIES_PER_STORE=3: %v", err)
+	}
+	_, err = create(c, "/e")
+	wantLimit(err, "fourth create past TROVE_MAX_MEMORIES_PER_STORE=3")
+}
