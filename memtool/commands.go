@@ -148,15 +148,18 @@ func (t *Tool) numbered(header string, lines []string, first, total int) string 
 			used += c
 			continue
 		}
-		cut := 0
-		if k == 0 {
-			// Not even the first line fits: show as much of it as allowed
-			// so that the model always makes progress.
-			sb.WriteString(truncateRunes(e, max(budget-used, 0)))
-			cut = n
+		if k > 0 {
+			sb.WriteString("\n" + t.truncateNote(first, n-1, total))
+			return sb.String()
 		}
+		// Not even the first line fits: show as much of it as allowed so
+		// that the model always sees something, and say that view cannot
+		// show the rest of that line.
+		avail := max(budget-used, 0)
+		sb.WriteString(truncateRunes(e, avail))
 		sb.WriteString("\n")
-		sb.WriteString(t.truncateNote(first, n-1, total, cut))
+		lineChars := utf8.RuneCountInString(line)
+		sb.WriteString(t.cutLineNote(n, lineChars, max(avail-(c-lineChars), 0), total))
 		return sb.String()
 	}
 	return sb.String()

@@ -41,7 +41,7 @@
 //	| snippet window                         | lines L-2..L+2                                     | L-2..L+2+(newlines in new_str), cut at 16,000 characters                      |
 //	| input types                            | coerced ("1", 2.5, missing insert_line = 0)        | validated: strings must be strings, numbers integers, required fields present |
 //	| view_range                             | clamps, ignores bad shapes, fractional numbers     | [a,b] or [a,-1] with 1 <= a <= lines and b >= a; clear errors otherwise; b past the end is clamped |
-//	| long text view                         | whole file                                         | cut at 16,000 characters (code points) on a line boundary with a notice giving the next view_range; an over-long first line is cut inside |
+//	| long text view                         | whole file                                         | cut at 16,000 characters (code points) on a line boundary with a notice giving the next view_range; a first line that does not fit is cut inside, and the notice says view cannot show its rest (split it with str_replace) |
 //	| .png/.jpg/.jpeg                        | decoded as text                                    | image block (base64) after checking the magic bytes                           |
 //	| binary / invalid UTF-8                 | lossy text                                         | error (view, str_replace, insert)                                             |
 //	| file size                              | unlimited                                          | writes above Options.MaxFileSize (102,400 bytes) refused; reads above MaxReadSize (10 MiB) refused |

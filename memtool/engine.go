@@ -382,27 +382,33 @@ func (t *Tool) tooLargeToRead(p Path) Result {
 	return errorf("The file %s is larger than the %s-byte limit for reading; it cannot be shown or edited. Delete it or rename it.", p.Raw, groupThousands(int(t.opt.MaxReadSize)))
 }
 
-// truncateNote returns the notice appended to a cut view.
-func (t *Tool) truncateNote(first, last, total int, cutLine int) string {
-	limit := groupThousands(t.opt.MaxViewChars)
+// truncateNote returns the notice appended to a view cut after whole
+// lines: lines first..last of total were shown, and view_range [last+1, -1]
+// reads on.
+func (t *Tool) truncateNote(first, last, total int) string {
+	return fmt.Sprintf("[Output truncated: a view shows at most %s characters. Shown: lines %d-%d of %d. To read the rest, call view with \"view_range\": [%d, -1] (or a smaller range).]",
+		groupThousands(t.opt.MaxViewChars), first, last, total, last+1)
+}
+
+// cutLineNote returns the notice appended to a view cut inside line n (of
+// total), which has lineChars characters of which the first shownChars were
+// shown. view_range selects whole lines, so it cannot show the rest of that
+// line: the notice says so and names the two ways on (split the line with
+// str_replace, or make do), then view_range for the lines after n, if any.
+func (t *Tool) cutLineNote(n, lineChars, shownChars, total int) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "[Output truncated: a view shows at most %s characters", limit)
-	if cutLine > 0 {
-		fmt.Fprintf(&sb, "; line %d is longer than that and was cut", cutLine)
-	}
-	if last >= first {
-		fmt.Fprintf(&sb, ". Shown: lines %d-%d of %d.", first, last, total)
+	limit := groupThousands(t.opt.MaxViewChars)
+	if lineChars > t.opt.MaxViewChars {
+		fmt.Fprintf(&sb, "[Output truncated: line %d is longer than %s characters (%s) and was cut after character %s.",
+			n, limit, groupThousands(lineChars), groupThousands(shownChars))
 	} else {
-		fmt.Fprintf(&sb, ". Shown: part of line %d of %d.", first, total)
+		fmt.Fprintf(&sb, "[Output truncated: line %d (%s characters) does not fit in one view of at most %s characters with its header and was cut after character %s.",
+			n, groupThousands(lineChars), limit, groupThousands(shownChars))
 	}
-	next := last + 1
-	if cutLine > 0 && cutLine >= next {
-		next = cutLine + 1
+	sb.WriteString(" view cannot show the rest of that line, with or without view_range; to read it, first split the line with str_replace (replace a fragment near the cut with itself plus a newline), or make do with the part shown.")
+	if n < total {
+		fmt.Fprintf(&sb, " To read from line %d on, call view with \"view_range\": [%d, -1].", n+1, n+1)
 	}
-	if next <= total {
-		fmt.Fprintf(&sb, " To read the rest, call view with \"view_range\": [%d, -1] (or a smaller range).]", next)
-	} else {
-		sb.WriteString("]")
-	}
+	sb.WriteString("]")
 	return sb.String()
 }

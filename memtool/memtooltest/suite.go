@@ -756,14 +756,41 @@ func testTruncation(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 		}
 	}
 
-	// A single line longer than the limit is cut inside the line.
-	mustOK(t, tool, create("/memories/one.txt", strings.Repeat("x", 20000)+"\nnext"))
-	r := tool.Execute(ctx, view("/memories/one.txt"))
-	header := "Here's the content of /memories/one.txt with line numbers:\n"
-	want := header + "     1\t" + strings.Repeat("x", memtool.DefaultMaxViewChars-len(header)-7) +
-		"\n[Output truncated: a view shows at most 16,000 characters; line 1 is longer than that and was cut. Shown: part of line 1 of 2. To read the rest, call view with \"view_range\": [2, -1] (or a smaller range).]"
-	if diff := cmp.Diff(want, r.String()); diff != "" {
-		t.Errorf("long line (-want +got):\n%s", diff)
+	// A line that does not fit is cut inside; view_range cannot show the
+	// rest of it (it selects whole lines), so the notice says so and only
+	// offers view_range for the lines after it.
+	const split = " view cannot show the rest of that line, with or without view_range; to read it, first split the line with str_replace (replace a fragment near the cut with itself plus a newline), or make do with the part shown."
+	hdr := func(name string) string { return "Here's the content of /memories/" + name + " with line numbers:\n" }
+	long := strings.Repeat("x", 20000)
+	for _, tc := range []struct {
+		name, content string
+		viewRange     []int
+		want          string
+	}{
+		{"one.txt", long + "\nnext", nil,
+			hdr("one.txt") + "     1\t" + strings.Repeat("x", 15934) +
+				"\n[Output truncated: line 1 is longer than 16,000 characters (20,000) and was cut after character 15,934." + split +
+				" To read from line 2 on, call view with \"view_range\": [2, -1].]"},
+		{"last.txt", "a\n" + long, []int{2, -1},
+			hdr("last.txt") + "     2\t" + strings.Repeat("x", 15933) +
+				"\n[Output truncated: line 2 is longer than 16,000 characters (20,000) and was cut after character 15,933." + split + "]"},
+		{"tight.txt", strings.Repeat("é", 15990) + "\n", []int{1, 1},
+			hdr("tight.txt") + "     1\t" + strings.Repeat("é", 15932) +
+				"\n[Output truncated: line 1 (15,990 characters) does not fit in one view of at most 16,000 characters with its header and was cut after character 15,932." + split +
+				" To read from line 2 on, call view with \"view_range\": [2, -1].]"},
+	} {
+		mustOK(t, tool, create("/memories/"+tc.name, tc.content))
+		in := view("/memories/" + tc.name)
+		if tc.viewRange != nil {
+			in = viewRange("/memories/"+tc.name, tc.viewRange)
+		}
+		r := tool.Execute(ctx, in)
+		if diff := cmp.Diff(tc.want, r.String()); diff != "" || r.IsError {
+			t.Errorf("%s: IsError=%v (-want +got):\n%s", tc.name, r.IsError, diff)
+		}
+		if got := len([]rune(r.String())) - len([]rune(tc.want[strings.Index(tc.want, "\n[Output"):])); got != memtool.DefaultMaxViewChars {
+			t.Errorf("%s: %d characters before the notice, want %d", tc.name, got, memtool.DefaultMaxViewChars)
+		}
 	}
 }
 
