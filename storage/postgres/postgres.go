@@ -19,8 +19,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -33,10 +36,12 @@ type Options struct {
 	// AutoMigrate applies missing migrations on Open. Without it, Open
 	// refuses a database whose schema is older than the driver's.
 	AutoMigrate bool
-	// MaxConns caps the pool (0 means 8).
+	// MaxConns caps the pool. 0 means the URL's pool_max_conns, else
+	// DefaultMaxConns.
 	MaxConns int32
 	// ConnectTimeout bounds establishing a connection and waiting for a free
-	// pooled one (0 means 5 s). Past it a call fails with EUNAVAILABLE.
+	// pooled one. 0 means the URL's connect_timeout (or PGCONNECT_TIMEOUT),
+	// else DefaultConnectTimeout. Past it a call fails with EUNAVAILABLE.
 	ConnectTimeout time.Duration
 	// StatementTimeout is the server-side statement_timeout (0 means none).
 	StatementTimeout time.Duration
@@ -45,6 +50,15 @@ type Options struct {
 	// schema is created by Migrate when missing.
 	Schema string
 }
+
+// Pool defaults, used when neither Options nor the URL sets the value.
+const (
+	DefaultMaxConns       = 8
+	DefaultConnectTimeout = 5 * time.Second
+	// defaultHealthCheckPeriod is how often idle pooled connections are
+	// checked (the URL's pool_health_check_period wins).
+	defaultHealthCheckPeriod = 10 * time.Second
+)
 
 // DB is an open PostgreSQL database. It implements storage.Driver and
 // storage.Migrator and is safe for concurrent use.
@@ -68,6 +82,12 @@ const maxAttempts = 5
 // DSN; unknown URL parameters such as search_path become session settings)
 // and checks its schema version. With opts.AutoMigrate it migrates first.
 //
+// Pool settings take, in order: a non-zero Options field; the URL's
+// setting (pool_max_conns; connect_timeout, or PGCONNECT_TIMEOUT, where 0
+// counts as unset; pool_ping_timeout and pool_health_check_period); the
+// defaults (DefaultMaxConns, DefaultConnectTimeout, a ping timeout equal to
+// the connect timeout, a 10 s health check).
+//
 // It returns EUNAVAILABLE when the database cannot be reached within
 // ConnectTimeout, EINVALID for a malformed url, and an error when the schema
 // is newer than this driver knows or (without AutoMigrate) older.
@@ -77,16 +97,31 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		// The parse error may echo the password: keep it out of the message.
 		return nil, &trove.Error{Code: trove.EINVALID, Message: "invalid PostgreSQL connection URL", Err: errors.New("pgxpool.ParseConfig failed")}
 	}
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = 5 * time.Second
+	inURL, err := urlSettings(url)
+	if err != nil {
+		return nil, err
 	}
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = 8
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !inURL["pool_max_conns"]:
+		cfg.MaxConns = DefaultMaxConns
 	}
-	cfg.MaxConns = opts.MaxConns
-	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
-	cfg.PingTimeout = opts.ConnectTimeout
-	cfg.HealthCheckPeriod = 10 * time.Second
+	switch {
+	case opts.ConnectTimeout > 0:
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+		// The URL's connect_timeout also bounded each dial; this one does.
+		cfg.ConnConfig.DialFunc = (&net.Dialer{Timeout: opts.ConnectTimeout}).DialContext
+	case cfg.ConnConfig.ConnectTimeout <= 0: // connect_timeout absent or 0
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	opts.ConnectTimeout = cfg.ConnConfig.ConnectTimeout
+	if !inURL["pool_ping_timeout"] {
+		cfg.PingTimeout = opts.ConnectTimeout
+	}
+	if !inURL["pool_health_check_period"] {
+		cfg.HealthCheckPeriod = defaultHealthCheckPeriod
+	}
 	if opts.StatementTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
 	}
@@ -122,6 +157,24 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("database schema version %d is older than this trove needs (%d): run trove migrate", have, known)}
 	}
 	return db, nil
+}
+
+// urlSettings reports which pool_* settings the connection string (URL or
+// DSN) gives. pgxpool.ParseConfig consumes them without saying which were
+// present, so the string is parsed again with pgx.ParseConfig, which keeps
+// them among the runtime parameters.
+func urlSettings(url string) (map[string]bool, error) {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, &trove.Error{Code: trove.EINVALID, Message: "invalid PostgreSQL connection URL", Err: errors.New("pgx.ParseConfig failed")}
+	}
+	given := map[string]bool{}
+	for k := range cc.RuntimeParams {
+		if strings.HasPrefix(k, "pool_") {
+			given[k] = true
+		}
+	}
+	return given, nil
 }
 
 // Pool returns the underlying connection pool, for benchmarks and tests.

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -348,5 +350,71 @@ func TestStatementTimeout(t *testing.T) {
 	err = db.Read(context.Background(), func(storage.Tx) error { return err })
 	if code(err) != trove.EUNAVAILABLE {
 		t.Fatalf("statement timeout translated to %v, want EUNAVAILABLE", err)
+	}
+}
+
+// TestOpenPoolSettings: pool settings come from Options when non-zero, else
+// from the URL (or DSN), else the driver's defaults; a URL's own
+// pool_max_conns or connect_timeout is never overwritten by a default.
+func TestOpenPoolSettings(t *testing.T) {
+	base := testURL(t)
+	schema := newSchema(t)
+	openDBOn(t, base, schema, postgres.Options{}) // migrate once
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable pool_max_conns=3 connect_timeout=9", u.Hostname(), port, u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	if pw, ok := u.User.Password(); ok {
+		dsn += " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw) + "'"
+	}
+	tests := []struct {
+		name        string
+		url         string
+		opts        postgres.Options
+		maxConns    int32
+		connect     time.Duration
+		ping        time.Duration
+		healthCheck time.Duration
+	}{
+		{"defaults", base, postgres.Options{}, postgres.DefaultMaxConns, postgres.DefaultConnectTimeout, postgres.DefaultConnectTimeout, 10 * time.Second},
+		{"URL pool_max_conns", withParam(t, base, "pool_max_conns", "3"), postgres.Options{}, 3, postgres.DefaultConnectTimeout, postgres.DefaultConnectTimeout, 10 * time.Second},
+		{"Options over URL pool_max_conns", withParam(t, base, "pool_max_conns", "3"), postgres.Options{MaxConns: 5}, 5, postgres.DefaultConnectTimeout, postgres.DefaultConnectTimeout, 10 * time.Second},
+		{"URL connect_timeout", withParam(t, base, "connect_timeout", "7"), postgres.Options{}, postgres.DefaultMaxConns, 7 * time.Second, 7 * time.Second, 10 * time.Second},
+		{"Options over URL connect_timeout", withParam(t, base, "connect_timeout", "7"), postgres.Options{ConnectTimeout: 2 * time.Second}, postgres.DefaultMaxConns, 2 * time.Second, 2 * time.Second, 10 * time.Second},
+		{"URL connect_timeout 0 is unset", withParam(t, base, "connect_timeout", "0"), postgres.Options{}, postgres.DefaultMaxConns, postgres.DefaultConnectTimeout, postgres.DefaultConnectTimeout, 10 * time.Second},
+		{"URL ping and health check", withParam(t, withParam(t, base, "pool_ping_timeout", "1s"), "pool_health_check_period", "1m"), postgres.Options{}, postgres.DefaultMaxConns, postgres.DefaultConnectTimeout, time.Second, time.Minute},
+		{"DSN", dsn, postgres.Options{}, 3, 9 * time.Second, 9 * time.Second, 10 * time.Second},
+		{"Options over DSN", dsn, postgres.Options{MaxConns: 2, ConnectTimeout: 3 * time.Second}, 2, 3 * time.Second, 3 * time.Second, 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Schema = schema
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			db, err := postgres.Open(ctx, tt.url, tt.opts)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer db.Close()
+			if err := db.Ping(ctx); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+			c := db.Pool().Config()
+			got := []any{c.MaxConns, c.ConnConfig.ConnectTimeout, c.PingTimeout, c.HealthCheckPeriod}
+			want := []any{tt.maxConns, tt.connect, tt.ping, tt.healthCheck}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("MaxConns, ConnectTimeout, PingTimeout, HealthCheckPeriod (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, bad := range []string{withParam(t, base, "pool_max_conns", "0"), withParam(t, base, "connect_timeout", "soon"), "postgres://%zz"} {
+		if _, err := postgres.Open(context.Background(), bad, postgres.Options{Schema: schema}); code(err) != trove.EINVALID {
+			t.Errorf("Open(%s) = %v, want EINVALID", bad, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -75,12 +76,21 @@ func (b *backend) schema(ctx context.Context) (have, known int, ok bool, err err
 // are applied. It refuses a database whose schema is newer than this build
 // knows, and (without autoMigrate) one that is older.
 func openBackend(ctx context.Context, dataDir, databaseURL string, autoMigrate bool, log *slog.Logger) (*backend, error) {
-	return openBackendWith(ctx, dataDir, databaseURL, autoMigrate, core.Options{Logger: log})
+	return openBackendWith(ctx, dataDir, databaseURL, autoMigrate, core.Options{Logger: log}, dbOptions{})
+}
+
+// dbOptions are the PostgreSQL pool settings serve exposes; SQLite ignores
+// them. A zero field means the URL's setting, else the driver's default
+// (see postgres.Open).
+type dbOptions struct {
+	maxConns       int32
+	connectTimeout time.Duration
 }
 
 // openBackendWith is openBackend with the core options of the service
-// (opts.Logger also receives the SQLite driver's logs).
-func openBackendWith(ctx context.Context, dataDir, databaseURL string, autoMigrate bool, opts core.Options) (*backend, error) {
+// (opts.Logger also receives the SQLite driver's logs) and the PostgreSQL
+// pool settings.
+func openBackendWith(ctx context.Context, dataDir, databaseURL string, autoMigrate bool, opts core.Options, dbo dbOptions) (*backend, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,7 +98,7 @@ func openBackendWith(ctx context.Context, dataDir, databaseURL string, autoMigra
 	b := &backend{}
 	switch {
 	case isPostgresURL(databaseURL):
-		db, err := postgres.Open(ctx, databaseURL, postgres.Options{AutoMigrate: autoMigrate})
+		db, err := postgres.Open(ctx, databaseURL, postgres.Options{AutoMigrate: autoMigrate, MaxConns: dbo.maxConns, ConnectTimeout: dbo.connectTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("opening PostgreSQL: %w", err)
 		}

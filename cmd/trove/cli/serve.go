@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/storage/postgres"
 )
 
 func init() { register(newServeCmd) }
@@ -38,6 +40,43 @@ type serveConfig struct {
 	data, addr, dbURL          string
 	shutdownTimeout, authCache time.Duration
 	limits                     trove.Limits // every field set and valid (resolveLimits)
+	db                         dbOptions    // resolved by resolveDBOptions
+}
+
+// The PostgreSQL pool flags and their environment variables.
+const (
+	dbMaxConnsFlag, dbMaxConnsEnv             = "db-max-conns", "TROVE_DB_MAX_CONNS"
+	dbConnectTimeoutFlag, dbConnectTimeoutEnv = "db-connect-timeout", "TROVE_DB_CONNECT_TIMEOUT"
+)
+
+// resolveDBOptions applies the pool environment variables to the flags not
+// given and checks the result: neither may be negative, and 0 leaves the
+// setting to the URL or the driver's default. The error names the flag or
+// variable at fault.
+func resolveDBOptions(changed func(flag string) bool, maxConns int, connectTimeout time.Duration) (dbOptions, error) {
+	src := "--" + dbMaxConnsFlag
+	if ev := strings.TrimSpace(os.Getenv(dbMaxConnsEnv)); ev != "" && !changed(dbMaxConnsFlag) {
+		n, err := strconv.Atoi(ev)
+		if err != nil {
+			return dbOptions{}, fmt.Errorf("%s must be a non-negative integer (0: the URL's pool_max_conns or %d), got %q", dbMaxConnsEnv, postgres.DefaultMaxConns, ev)
+		}
+		maxConns, src = n, dbMaxConnsEnv
+	}
+	if maxConns < 0 || maxConns > math.MaxInt32 {
+		return dbOptions{}, fmt.Errorf("%s must be a non-negative integer (0: the URL's pool_max_conns or %d), got %d", src, postgres.DefaultMaxConns, maxConns)
+	}
+	tsrc := "--" + dbConnectTimeoutFlag
+	if ev := strings.TrimSpace(os.Getenv(dbConnectTimeoutEnv)); ev != "" && !changed(dbConnectTimeoutFlag) {
+		d, err := time.ParseDuration(ev)
+		if err != nil {
+			return dbOptions{}, fmt.Errorf("%s must be a non-negative duration such as 5s (0: the URL's connect_timeout or %s), got %q", dbConnectTimeoutEnv, postgres.DefaultConnectTimeout, ev)
+		}
+		connectTimeout, tsrc = d, dbConnectTimeoutEnv
+	}
+	if connectTimeout < 0 {
+		return dbOptions{}, fmt.Errorf("%s must be a non-negative duration such as 5s (0: the URL's connect_timeout or %s), got %s", tsrc, postgres.DefaultConnectTimeout, connectTimeout)
+	}
+	return dbOptions{maxConns: int32(maxConns), connectTimeout: connectTimeout}, nil
 }
 
 // limitFlag is a serve flag setting one integer field of trove.Limits, with
@@ -129,6 +168,8 @@ func maxBodyFor(maxContent int) int64 {
 
 func newServeCmd(e *env) *cobra.Command {
 	var c serveConfig
+	var dbMaxConns int
+	var dbConnectTimeout time.Duration
 	c.limits = trove.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -150,7 +191,11 @@ Limits: the --max-* flags and --version-retention default to the API's
 documented values; each falls back to its environment variable (named in its
 help) when not given, and must be positive. Several nodes on one database
 must run with the same limits. Versions older than --version-retention are
-deleted hourly, except the current version of each live memory.`,
+deleted hourly, except the current version of each live memory.
+
+PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
+environment variables) win over the URL's pool_max_conns and connect_timeout,
+which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := resolveLimits(cmd.Flags().Changed, c.limits)
@@ -158,6 +203,9 @@ deleted hourly, except the current version of each live memory.`,
 				return err
 			}
 			c.limits = l
+			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbConnectTimeout); err != nil {
+				return err
+			}
 			return runServe(e, c)
 		},
 	}
@@ -165,6 +213,8 @@ deleted hourly, except the current version of each live memory.`,
 	f.StringVar(&c.data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
 	f.StringVar(&c.addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
 	f.StringVar(&c.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
+	f.IntVar(&dbMaxConns, dbMaxConnsFlag, 0, "PostgreSQL connection pool size; 0: the URL's pool_max_conns, else "+strconv.Itoa(postgres.DefaultMaxConns)+" (env "+dbMaxConnsEnv+")")
+	f.DurationVar(&dbConnectTimeout, dbConnectTimeoutFlag, 0, "bound on connecting to PostgreSQL and on waiting for a pooled connection, past which a request fails with a retryable 503; 0: the URL's connect_timeout, else "+postgres.DefaultConnectTimeout.String()+" (env "+dbConnectTimeoutEnv+")")
 	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	for _, lf := range limitFlags {
@@ -184,7 +234,7 @@ func runServe(e *env, c serveConfig) error {
 		return fmt.Errorf("--auth-cache must not be negative, got %s", c.authCache)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	b, err := openBackendWith(ctx, c.data, c.dbURL, true, core.Options{Logger: log, AuthCacheTTL: c.authCache, Limits: c.limits})
+	b, err := openBackendWith(ctx, c.data, c.dbURL, true, core.Options{Logger: log, AuthCacheTTL: c.authCache, Limits: c.limits}, c.db)
 	if err != nil {
 		return err
 	}
@@ -222,6 +272,10 @@ func runServe(e *env, c serveConfig) error {
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
+	if pg, ok := b.driver.(*postgres.DB); ok {
+		pc := pg.Pool().Config()
+		log.Info("postgres pool", "max_conns", pc.MaxConns, "connect_timeout", pc.ConnConfig.ConnectTimeout)
+	}
 
 	retCtx, stopRetention := context.WithCancel(context.Background())
 	retDone := make(chan struct{})

@@ -26,7 +26,9 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/storage/postgres"
 )
 
 // syncBuffer is a goroutine-safe output sink that can wait for text.
@@ -568,6 +570,11 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		{"env retention days", nil, map[string]string{"TROVE_VERSION_RETENTION": "30d"}, `TROVE_VERSION_RETENTION must be a positive duration such as 720h, got "30d"`},
 		{"env retention negative", nil, map[string]string{"TROVE_VERSION_RETENTION": "-5m"}, "TROVE_VERSION_RETENTION must be a positive duration such as 720h, got -5m0s"},
 		{"flag beats a bad env", []string{"--max-memories", "0"}, map[string]string{"TROVE_MAX_MEMORIES_PER_STORE": "5"}, "--max-memories must be a positive integer, got 0"},
+		{"negative pool", []string{"--db-max-conns", "-1"}, nil, "--db-max-conns must be a non-negative integer (0: the URL's pool_max_conns or 8), got -1"},
+		{"pool overflow", []string{"--db-max-conns", "4294967296"}, nil, "--db-max-conns must be a non-negative integer"},
+		{"env pool text", nil, map[string]string{"TROVE_DB_MAX_CONNS": "many"}, `TROVE_DB_MAX_CONNS must be a non-negative integer (0: the URL's pool_max_conns or 8), got "many"`},
+		{"negative connect timeout", []string{"--db-connect-timeout", "-1s"}, nil, "--db-connect-timeout must be a non-negative duration such as 5s (0: the URL's connect_timeout or 5s), got -1s"},
+		{"env connect timeout text", nil, map[string]string{"TROVE_DB_CONNECT_TIMEOUT": "5"}, `TROVE_DB_CONNECT_TIMEOUT must be a non-negative duration such as 5s (0: the URL's connect_timeout or 5s), got "5"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -596,6 +603,7 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		"--max-content-bytes int", "(env TROVE_MAX_CONTENT_BYTES) (default 102400)",
 		"--version-retention duration", "(env TROVE_VERSION_RETENTION) (default 720h0m0s)",
 		"--max-stores-per-session int", "(default 8)",
+		"--db-max-conns int", "(env TROVE_DB_MAX_CONNS)", "--db-connect-timeout duration", "(env TROVE_DB_CONNECT_TIMEOUT)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("serve --help (exit %d) lacks %q:\n%s", code, want, out)
@@ -707,4 +715,64 @@ func TestServeLimitFlags(t *testing.T) {
 	}
 	_, err = create(c, "/e")
 	wantLimit(err, "fourth create past TROVE_MAX_MEMORIES_PER_STORE=3")
+}
+
+// TestServePostgresPoolSettings: the pool takes --db-max-conns and
+// --db-connect-timeout (or their environment variables) over the URL's
+// pool_max_conns and connect_timeout, and those over the defaults.
+func TestServePostgresPoolSettings(t *testing.T) {
+	url := os.Getenv("TROVE_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("TROVE_TEST_POSTGRES is not set; skipping the PostgreSQL pool settings test")
+	}
+	u3 := url + "&pool_max_conns=3&connect_timeout=7"
+	if !strings.Contains(url, "?") {
+		u3 = url + "?pool_max_conns=3&connect_timeout=7"
+	}
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		url     string
+		dbo     dbOptions
+		max     int32
+		timeout time.Duration
+	}{
+		{"defaults", url, dbOptions{}, postgres.DefaultMaxConns, postgres.DefaultConnectTimeout},
+		{"URL", u3, dbOptions{}, 3, 7 * time.Second},
+		{"options over URL", u3, dbOptions{maxConns: 6, connectTimeout: 2 * time.Second}, 6, 2 * time.Second},
+	}
+	for _, tt := range tests {
+		b, err := openBackendWith(ctx, t.TempDir(), tt.url, true, core.Options{}, tt.dbo)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		pc := b.driver.(*postgres.DB).Pool().Config()
+		got, gotT := pc.MaxConns, pc.ConnConfig.ConnectTimeout
+		b.close()
+		if got != tt.max || gotT != tt.timeout {
+			t.Errorf("%s: pool of %d, connect timeout %s; want %d, %s", tt.name, got, gotT, tt.max, tt.timeout)
+		}
+	}
+
+	// Through serve: the flag, then the environment, over the URL.
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"URL", []string{"--database", u3}, nil, "max_conns=3 connect_timeout=7s"},
+		{"flags over env and URL", []string{"--database", u3, "--db-max-conns", "5", "--db-connect-timeout", "3s"}, map[string]string{"TROVE_DB_MAX_CONNS": "9"}, "max_conns=5 connect_timeout=3s"},
+		{"env over URL", []string{"--database", u3}, map[string]string{"TROVE_DB_MAX_CONNS": "4", "TROVE_DB_CONNECT_TIMEOUT": "4s"}, "max_conns=4 connect_timeout=4s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			s := startServe(t, append(tc.args, "--data", t.TempDir())...)
+			if !s.stderr.waitFor(tc.want, 10*time.Second) {
+				t.Fatalf("serve %v did not log %q; stderr:\n%s", tc.args, tc.want, s.stderr)
+			}
+		})
+	}
 }
