@@ -243,13 +243,12 @@ func troveBinary(t testing.TB) string {
 var listenRE = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-z]+)`)
 
 // startServe starts `trove serve` on a free loopback port with extra
-// environment and returns its base URL. The process is stopped (SIGTERM,
-// then killed) when the test ends.
-func startServe(t testing.TB, bin, dbURL string, env ...string) string {
+// arguments (flags such as --max-memories 5) and returns its base URL. The
+// process is stopped (SIGTERM, then killed) when the test ends.
+func startServe(t testing.TB, bin, dbURL string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "--database", dbURL, "--addr", "127.0.0.1:0", "--data", t.TempDir())
-	cmd.Env = append(os.Environ(), env...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--database", dbURL, "--addr", "127.0.0.1:0", "--data", t.TempDir()}, args...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	pr, pw := io.Pipe()
