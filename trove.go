@@ -180,7 +180,7 @@ type UpdateMemoryParams struct {
 // (bytewise).
 type ListMemoriesParams struct {
 	PathPrefix string // "" or "/" for the whole store; otherwise must end in "/"
-	Depth      int    // 0: every memory below the prefix; N>0: N levels, deeper ones folded into prefixes
+	Depth      int    // 0: every memory below the prefix; 1: direct children only, deeper paths folded into prefixes; anything else is EINVALID
 	Limit      int    // 0 means the default (20); at most 20 with ViewFull
 	Cursor     string
 	View       View // "" means ViewBasic
