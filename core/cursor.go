@@ -102,3 +102,18 @@ func decodeMemoryFrom(s string) (string, error) {
 	}
 	return c.F, nil
 }
+
+// positionPage turns rows fetched with limit+1 into a page: the first limit
+// rows, each passed through conv, and, when there was one more row, a cursor
+// positioned at the last row returned (its (created_at, id) from pos).
+func positionPage[T any](rows []T, limit int, conv func(*T) *T, pos func(*T) (time.Time, string)) *trove.Page[T] {
+	page := &trove.Page[T]{Data: make([]T, 0, min(len(rows), limit))}
+	for i := range rows {
+		if i == limit {
+			page.NextPage = encodePosition(pos(&page.Data[limit-1]))
+			break
+		}
+		page.Data = append(page.Data, *conv(&rows[i]))
+	}
+	return page
+}

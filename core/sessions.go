@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/trovehq/trove"
@@ -172,16 +173,7 @@ func (s *Service) ListSessions(ctx context.Context, p trove.ListSessionsParams) 
 	if err != nil {
 		return nil, err
 	}
-	page := &trove.Page[trove.Session]{Data: make([]trove.Session, 0, min(len(rows), limit))}
-	for i := range rows {
-		if i == limit {
-			last := page.Data[limit-1]
-			page.NextPage = encodePosition(last.CreatedAt, last.ID)
-			break
-		}
-		page.Data = append(page.Data, *cloneSession(&rows[i]))
-	}
-	return page, nil
+	return positionPage(rows, limit, cloneSession, func(r *trove.Session) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
 
 // EndSession ends a session: its credential stops authenticating, at once

@@ -185,16 +185,7 @@ func (s *Service) ListStores(ctx context.Context, p trove.ListStoresParams) (*tr
 	if err != nil {
 		return nil, err
 	}
-	page := &trove.Page[trove.Store]{Data: make([]trove.Store, 0, min(len(rows), limit))}
-	for i := range rows {
-		if i == limit {
-			last := page.Data[limit-1]
-			page.NextPage = encodePosition(last.CreatedAt, last.ID)
-			break
-		}
-		page.Data = append(page.Data, *normStore(&rows[i]))
-	}
-	return page, nil
+	return positionPage(rows, limit, normStore, func(r *trove.Store) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
 
 // sessionStores lists the stores attached to a session principal with the

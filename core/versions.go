@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
@@ -83,16 +84,7 @@ func (s *Service) ListVersions(ctx context.Context, storeID string, p trove.List
 	if err != nil {
 		return nil, err
 	}
-	page := &trove.Page[trove.MemoryVersion]{Data: make([]trove.MemoryVersion, 0, min(len(rows), limit))}
-	for i := range rows {
-		if i == limit {
-			last := page.Data[limit-1]
-			page.NextPage = encodePosition(last.CreatedAt, last.ID)
-			break
-		}
-		page.Data = append(page.Data, *versionView(&rows[i], view))
-	}
-	return page, nil
+	return positionPage(rows, limit, func(r *trove.MemoryVersion) *trove.MemoryVersion { return versionView(r, view) }, func(r *trove.MemoryVersion) (time.Time, string) { return r.CreatedAt, r.ID }), nil
 }
 
 // RedactVersion nulls a version's path, content, size and hash and records
