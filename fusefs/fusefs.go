@@ -5,7 +5,8 @@
 //
 // The kernel caches entries, attributes and failed lookups for the vfs
 // refresh bound (vfs.FS.Refresh), so another writer's change is visible
-// through the mount within about twice that bound.
+// through the mount within about twice that bound. A new file the vfs drops
+// (its content refused at close or fsync) leaves the kernel's caches at once.
 package fusefs
 
 import (
@@ -351,15 +352,7 @@ func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 		return 0
 	}
 	err := h.h.Flush(ctx)
-	if err != nil {
-		// A new file whose content the store refused is gone: drop the
-		// kernel's entry so that it is not listed from its cache.
-		if _, serr := n.v.Stat(ctx, n.path()); errors.Is(serr, vfs.ErrNotExist) {
-			if name, parent := n.Parent(); parent != nil {
-				parent.NotifyEntry(name)
-			}
-		}
-	}
+	n.detachIfDropped(h)
 	return n.errno(err)
 }
 
@@ -369,15 +362,43 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 	if !ok {
 		return 0
 	}
-	return n.errno(h.h.Fsync(ctx))
+	err := h.h.Fsync(ctx)
+	n.detachIfDropped(h)
+	return n.errno(err)
 }
 
 // Release implements fs.NodeReleaser.
 func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	if h, ok := f.(*handle); ok {
 		h.h.Release()
+		n.detachIfDropped(h)
 	}
 	return 0
+}
+
+// detachIfDropped removes n from its parent, in go-fuse's tree and in the
+// kernel's entry cache, when the vfs dropped the file behind h while the
+// inode is still attached under its name: a new file whose content the store
+// refused at a close, fsync or last release. Without it the kernel would go
+// on serving the name from its caches (stat succeeds, open(O_CREAT) of the
+// name fails ENOENT) until the entry timeout. Unlinks and renames over a
+// file detach the inode through go-fuse already.
+func (n *node) detachIfDropped(h *handle) {
+	if !h.h.Dropped() {
+		return
+	}
+	name, parent := n.Parent()
+	if parent == nil || parent.GetChild(name) != &n.Inode {
+		return
+	}
+	parent.RmChild(name)
+	// NotifyEntry, not NotifyDelete: the kernel handles the notification
+	// with the parent directory locked, and NotifyDelete also locks the
+	// child inode, which fsync(2) holds while it waits for this request (a
+	// deadlock). Close, fsync and release hold no directory lock.
+	if errno := parent.NotifyEntry(name); errno != 0 && errno != syscall.ENOENT {
+		n.log.Warn("fusefs: dropping a refused file from the kernel cache failed", "name", name, "errno", errno)
+	}
 }
 
 // Unlink implements fs.NodeUnlinker.

@@ -377,7 +377,9 @@ func (h *Handle) Size() int64 {
 func (h *Handle) Flush(ctx context.Context) error { return h.sync(ctx, true) }
 
 // Fsync uploads a changed buffer like Flush, whoever changed it; the handle
-// stays open.
+// stays open. Refusals are as for Flush: a new file refused at fsync
+// disappears from the tree at once (its descriptors keep working, as after
+// an unlink), and the error is not repeated at close.
 func (h *Handle) Fsync(ctx context.Context) error { return h.sync(ctx, false) }
 
 func (h *Handle) sync(ctx context.Context, closing bool) error {
@@ -430,6 +432,17 @@ func (n *node) save(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// Dropped reports whether the file h was opened on has left the tree by
+// this mount's doing: unlinked, replaced by a rename over it, or a new file
+// whose content the store refused at a close or fsync (see Flush). A kernel
+// adapter uses it to drop the name from the kernel's caches at once.
+func (h *Handle) Dropped() bool {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.unlinked
 }
 
 // Release ends the handle. When the last handle of a file is released,

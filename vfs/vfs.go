@@ -29,8 +29,10 @@
 // Before an upload the buffer is checked: more than Limits.MaxContentBytes is
 // refused at the write that crosses the limit (ErrTooLarge); bytes that are
 // not UTF-8 fail the close (ErrNotUTF8). The store is unchanged in both
-// cases: the changes are dropped at that close (a new file disappears), so
-// the file shows the store's content again. A failure to reach the store
+// cases: the changes are dropped at that close or fsync, which returns the
+// error, so the file shows the store's content again; a new file disappears
+// from the tree at once (not listed, not found), its still-open descriptors
+// working on as after an unlink. A failure to reach the store
 // (ErrUnavailable) keeps the changes buffered for the next close or fsync of
 // a descriptor still open.
 //

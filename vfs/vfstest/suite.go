@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -427,6 +428,108 @@ var scenarios = []scenario{
 		e.wantDiff("content", e.read("notes/small.md"), "ok")
 		e.wantDiff("one version", len(e.history(e.memory("/small.md").ID)), 1)
 		e.wantDiff("file after the failure", e.read("notes/small.md"), "ok")
+	}},
+	{name: "RefusedClose", run: func(e *env) {
+		// A new file whose content the store refuses disappears at the
+		// refused close: not listed, not found (the audit's phantom entry).
+		// An existing file refused keeps its content and size.
+		e.must(e.m.FS.Mkdir("notes/prefs"))
+		e.write("notes/prefs/keep.md", "keep")
+		big := []byte(strings.Repeat("a", trove.DefaultLimits().MaxContentBytes+1))
+		for _, c := range []struct {
+			what string
+			data []byte
+			want syscall.Errno
+		}{
+			{"over the limit", big, syscall.EFBIG},
+			{"not UTF-8", []byte("\xff"), syscall.EILSEQ},
+		} {
+			for _, name := range []string{"notes/prefs/big.md", "notes/top.md"} {
+				dir := path.Dir(name)
+				before, err := e.m.FS.ReadDir(dir)
+				e.must(err)
+				f, err := e.m.FS.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+				e.must(err)
+				_, _ = f.Write(c.data) // EFBIG here (the write that crosses the limit) or at close
+				e.wantErrno("close of a new file "+c.what, f.Close(), c.want)
+				names, err := e.m.FS.ReadDir(dir)
+				e.must(err)
+				e.wantDiff("listing after a refused new file "+c.what+" in "+dir, names, before)
+				_, err = e.m.FS.Stat(name)
+				e.wantErrno("stat of a refused new file "+c.what, err, syscall.ENOENT)
+				_, err = e.m.FS.ReadFile(name)
+				e.wantErrno("read of a refused new file "+c.what, err, syscall.ENOENT)
+				names, err = e.m.FS.ReadDir(dir)
+				e.must(err)
+				e.wantDiff("listing again "+c.what+" in "+dir, names, before)
+				e.wantErrno("WriteFile of a new file "+c.what, e.m.FS.WriteFile(name, c.data), c.want)
+				names, err = e.m.FS.ReadDir(dir)
+				e.must(err)
+				e.wantDiff("listing after WriteFile "+c.what+" in "+dir, names, before)
+
+				// Refused at fsync: gone at once, while the descriptor is
+				// still open (as if unlinked), and after its close.
+				f, err = e.m.FS.OpenFile(name, os.O_RDWR|os.O_CREATE)
+				e.must(err)
+				_, _ = f.Write(c.data) // a write over the limit fails, and fsync again
+				e.wantErrno("fsync of a new file "+c.what, f.Sync(), c.want)
+				names, err = e.m.FS.ReadDir(dir)
+				e.must(err)
+				e.wantDiff("listing after a refused fsync "+c.what+" in "+dir, names, before)
+				_, err = e.m.FS.Stat(name)
+				e.wantErrno("stat after a refused fsync "+c.what, err, syscall.ENOENT)
+				_ = f.Close() // the refusal was reported at fsync (or at the write)
+				names, err = e.m.FS.ReadDir(dir)
+				e.must(err)
+				e.wantDiff("listing after a refused fsync and close "+c.what+" in "+dir, names, before)
+				_, err = e.m.FS.Stat(name)
+				e.wantErrno("stat after a refused fsync and close "+c.what, err, syscall.ENOENT)
+			}
+			f, err := e.m.FS.OpenFile("notes/prefs/keep.md", os.O_WRONLY|os.O_TRUNC)
+			e.must(err)
+			_, _ = f.Write(c.data)
+			e.wantErrno("close of an existing file "+c.what, f.Close(), c.want)
+			fi, err := e.m.FS.Stat("notes/prefs/keep.md")
+			e.must(err)
+			e.wantDiff("size of the existing file "+c.what, fi.Size, int64(4))
+			e.wantDiff("content of the existing file "+c.what, e.read("notes/prefs/keep.md"), "keep")
+			f, err = e.m.FS.OpenFile("notes/prefs/keep.md", os.O_RDWR|os.O_TRUNC)
+			e.must(err)
+			_, _ = f.Write(c.data)
+			e.wantErrno("fsync of an existing file "+c.what, f.Sync(), c.want)
+			fi, err = e.m.FS.Stat("notes/prefs/keep.md")
+			e.must(err)
+			e.wantDiff("size of the existing file after a refused fsync "+c.what, fi.Size, int64(4))
+			e.wantDiff("content of the existing file after a refused fsync "+c.what, e.read("notes/prefs/keep.md"), "keep")
+			_ = f.Close()
+			names, err := e.m.FS.ReadDir("notes/prefs")
+			e.must(err)
+			e.wantDiff("listing with the existing file "+c.what, names, []string{"keep.md"})
+		}
+		e.wantDiff("store unchanged", e.contents(e.rw.ID), map[string]string{"/prefs/keep.md": "keep"})
+		e.wantDiff("one version", e.versionCount(), 1)
+	}},
+	{name: "Tools/refused", tools: true, run: func(e *env) {
+		// Shells ignore close errors: the refused file must vanish anyway.
+		dir := filepath.Join(e.m.Root, rwDir)
+		bad, big := filepath.Join(dir, "bad.md"), filepath.Join(dir, "big.md")
+		e.run("sh", "-c", "printf '\\377' > "+bad)
+		n := trove.DefaultLimits().MaxContentBytes/8 + 1
+		// The write that crosses the limit fails, so the shell may exit 1.
+		_ = exec.Command("sh", "-c", fmt.Sprintf("yes 1234567 | head -n %d > %s", n, big)).Run()
+		ents, err := os.ReadDir(dir)
+		e.must(err)
+		e.wantDiff("listing", len(ents), 0)
+		for _, p := range []string{bad, big} {
+			_, err := os.Stat(p)
+			e.wantErrno("stat "+filepath.Base(p), err, syscall.ENOENT)
+		}
+		out, err := exec.Command("ls", "-l", dir).CombinedOutput()
+		e.must(err)
+		if strings.Contains(string(out), ".md") {
+			e.t.Errorf("ls -l lists a refused file:\n%s", out)
+		}
+		e.wantDiff("store unchanged", e.contents(e.rw.ID), map[string]string{})
 	}},
 	{name: "ReadOnly", run: func(e *env) {
 		if _, err := e.b.Services.CreateMemory(e.b.Ctx, e.ro.ID, trove.CreateMemoryParams{Path: "/guide.md", Content: "read me"}); err != nil {
