@@ -396,12 +396,25 @@ func (h *Handle) sync(ctx context.Context, closing bool) error {
 	if closing && !h.wrote && n.failed == nil {
 		return nil
 	}
-	return pathErr("close", h.name(), n.save(h.ctx(ctx)))
+	if !closing && !n.dirty && n.failed == nil {
+		// Report once a refusal at a close whose result was ignored.
+		if err := s.refused[n.path]; err != nil {
+			delete(s.refused, n.path)
+			return pathErr("fsync", h.name(), err)
+		}
+	}
+	op := "fsync"
+	if closing {
+		op = "close"
+	}
+	return pathErr(op, h.name(), n.save(h.ctx(ctx), closing))
 }
 
 // save uploads a changed buffer (s.mu and n.mu held) and drops changes the
-// store refuses for good.
-func (n *node) save(ctx context.Context) error {
+// store refuses for good. closing: at a close or last release, whose result
+// may be ignored: a refusal then is reported again by the next fsync
+// (see the package documentation).
+func (n *node) save(ctx context.Context, closing bool) error {
 	s := n.s
 	if n.unlinked || !n.dirty && n.failed == nil {
 		return nil
@@ -429,9 +442,28 @@ func (n *node) save(ctx context.Context) error {
 			if s.open[n.path] == n {
 				delete(s.open, n.path)
 			}
+		} else if closing {
+			s.refused[n.path] = err
+		}
+		if s.f.onRefused != nil {
+			s.f.onRefused(s.id, memPath(n.path), refusalReason(err, s.f.limits.MaxContentBytes))
 		}
 	}
 	return err
+}
+
+// refusalReason describes a refusal of save for a person.
+func refusalReason(err error, maxBytes int) string {
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Sprintf("the file is over the content limit of %d bytes (EFBIG); the store is unchanged", maxBytes)
+	case errors.Is(err, ErrNotUTF8):
+		return "the file is not valid UTF-8 text (EILSEQ); the store is unchanged"
+	case errors.Is(err, ErrNoSpace):
+		return "the store holds the maximum number of memories (ENOSPC); the store is unchanged"
+	default:
+		return "the path is not a valid memory path (EINVAL); the store is unchanged"
+	}
 }
 
 // Dropped reports whether the file h was opened on has left the tree by
@@ -466,7 +498,7 @@ func (h *Handle) Release() {
 	if n.local && n.id == "" && !n.unlinked {
 		return // a temporary file lives on in this mount until renamed or removed
 	}
-	if err := n.save(h.ctx(context.Background())); err != nil {
+	if err := n.save(h.ctx(context.Background()), true); err != nil {
 		s.f.log.Warn("vfs: uploading at the last release failed; the changes are lost", "store", s.id, "path", n.path, "err", err)
 	}
 	if s.open[n.path] == n {

@@ -44,12 +44,13 @@ type store struct {
 	sorted   []string          // sorted keys of files; nil when stale
 	vdirs    map[string]bool   // directories created or kept by this mount
 	open     map[string]*node  // rel path → open file (incl. not yet uploaded)
+	refused  map[string]error  // rel path → refusal at a close, for the next fsync
 }
 
 func newStore(f *FS, id, slug string, ro bool) *store {
 	return &store{f: f, id: id, slug: slug, ro: ro,
 		files: map[string]*entry{}, dirCount: map[string]int{},
-		vdirs: map[string]bool{}, open: map[string]*node{}}
+		vdirs: map[string]bool{}, open: map[string]*node{}, refused: map[string]error{}}
 }
 
 func (s *store) fileMode() fs.FileMode {
@@ -146,6 +147,7 @@ func (s *store) countDirs(rel string, delta int) {
 
 // putFile records a memory at rel (after a create, update or rename).
 func (s *store) putFile(rel string, m *trove.Memory) {
+	delete(s.refused, rel)
 	if _, ok := s.files[rel]; !ok {
 		s.countDirs(rel, 1)
 		s.sorted = nil
@@ -156,6 +158,7 @@ func (s *store) putFile(rel string, m *trove.Memory) {
 // dropFile forgets the memory at rel; directories it leaves empty stay,
 // as directories of this mount.
 func (s *store) dropFile(rel string) {
+	delete(s.refused, rel)
 	if _, ok := s.files[rel]; !ok {
 		return
 	}

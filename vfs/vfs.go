@@ -36,6 +36,12 @@
 // (ErrUnavailable) keeps the changes buffered for the next close or fsync of
 // a descriptor still open.
 //
+// Shells and many programs ignore the result of close, so a refusal at a
+// close of a file that stays in the tree (an existing memory) is reported
+// once more by the next Fsync of that file (sync FILE), if nothing else
+// saved or moved it meanwhile; a refused new file is simply gone. Every
+// refusal is also passed to Config.OnRefused.
+//
 // Unlink deletes the memory at once, with the content hash this mount knows
 // as precondition (ErrStale if another writer changed it meanwhile); rmdir
 // of a directory with entries fails with ErrNotEmpty.
@@ -139,6 +145,12 @@ type Config struct {
 	// Flat makes the single store of Stores the root of the tree (no store
 	// directory level): for mounting one store at a directory of its own.
 	Flat bool
+	// OnRefused, if set, is called for every change the store refuses for
+	// good at a close, fsync or last release (too large, not UTF-8, store
+	// full, bad path): storeID, the memory path ("/a/b.md") and a reason
+	// for a person. It runs with the store's lock held: it must return
+	// quickly and must not use the FS.
+	OnRefused func(storeID, path, reason string)
 	// CacheBytes bounds the content cache (DefaultCacheBytes if 0; <0
 	// disables it). Contents are cached by SHA-256, so opening a file whose
 	// listed hash is cached reads nothing from the store.
@@ -183,6 +195,7 @@ type FS struct {
 	bySlug    map[string]*store
 	cache     *contentCache
 	flat      bool
+	onRefused func(storeID, path, reason string)
 }
 
 // New checks that every store exists (ENOTFOUND becomes ErrNotExist),
@@ -200,6 +213,7 @@ func New(ctx context.Context, cfg Config) (*FS, error) {
 		limits:    cfg.Limits,
 		log:       cfg.Logger,
 		bySlug:    map[string]*store{},
+		onRefused: cfg.OnRefused,
 	}
 	if f.principal == nil {
 		f.principal = trove.PrincipalFrom(ctx)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -218,5 +220,56 @@ func TestDirRenameRollsBack(t *testing.T) {
 	}
 	if _, err := m.FS.Stat("n/e"); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("n/e after the failed rename: %v", err)
+	}
+}
+
+// TestOnRefused: every change the store refuses for good reaches
+// Config.OnRefused with the memory path and a reason naming the errno; a
+// refusal nobody hears of (a clean close) does not.
+func TestOnRefused(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	v, err := vfs.New(b.Ctx, vfs.Config{
+		Services: b.Services, Flat: true, Stores: []vfs.StoreConfig{{StoreID: st.ID}},
+		OnRefused: func(storeID, path, reason string) {
+			errno := reason[strings.Index(reason, "(")+1 : strings.Index(reason, ")")]
+			got = append(got, storeID+" "+path+" "+errno)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	write := func(name string, data []byte) error {
+		h, err := v.Open(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		h.WriteAt(ctx, data, 0)
+		return h.Flush(ctx)
+	}
+	if err := write("ok.md", []byte("fine")); err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(strings.Repeat("a", trove.DefaultLimits().MaxContentBytes+1))
+	for name, data := range map[string][]byte{"prefs/big.md": big, "bin.md": []byte("\xff"), "ok.md": []byte("\xc3")} {
+		if name == "prefs/big.md" {
+			if err := v.Mkdir(ctx, "prefs"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := write(name, data); err == nil {
+			t.Errorf("%s: close succeeded", name)
+		}
+	}
+	sort.Strings(got)
+	want := []string{st.ID + " /bin.md EILSEQ", st.ID + " /ok.md EILSEQ", st.ID + " /prefs/big.md EFBIG"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("refusals (-want +got):\n%s", d)
 	}
 }

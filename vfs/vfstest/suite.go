@@ -489,6 +489,13 @@ var scenarios = []scenario{
 			e.must(err)
 			_, _ = f.Write(c.data)
 			e.wantErrno("close of an existing file "+c.what, f.Close(), c.want)
+			// A shell ignores that close; sync FILE (an fsync of a new
+			// descriptor) reports the refusal once more, then no more.
+			f, err = e.m.FS.OpenFile("notes/prefs/keep.md", os.O_RDONLY)
+			e.must(err)
+			e.wantErrno("fsync after a refused close of an existing file "+c.what, f.Sync(), c.want)
+			e.must(f.Sync()) // reported once
+			e.must(f.Close())
 			fi, err := e.m.FS.Stat("notes/prefs/keep.md")
 			e.must(err)
 			e.wantDiff("size of the existing file "+c.what, fi.Size, int64(4))
@@ -520,16 +527,30 @@ var scenarios = []scenario{
 		ents, err := os.ReadDir(dir)
 		e.must(err)
 		e.wantDiff("listing", len(ents), 0)
+		// sync FILE tells the shell what close did not: a refused new file
+		// is gone, a refused existing file's fsync fails once.
+		if out, err := exec.Command("sync", bad).CombinedOutput(); err == nil {
+			e.t.Errorf("sync of a refused new file succeeded: %s", out)
+		}
+		keep := filepath.Join(dir, "keep.md")
+		e.write("notes/keep.md", "keep")
+		e.run("sh", "-c", "printf '\\377' > "+keep)
+		out, err := exec.Command("sync", keep).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "multibyte") {
+			e.t.Errorf("sync after a refused close of an existing file: %v %s", err, out)
+		}
+		e.run("sync", keep)
+		e.wantDiff("existing file", e.read("notes/keep.md"), "keep")
 		for _, p := range []string{bad, big} {
 			_, err := os.Stat(p)
 			e.wantErrno("stat "+filepath.Base(p), err, syscall.ENOENT)
 		}
-		out, err := exec.Command("ls", "-l", dir).CombinedOutput()
+		out, err = exec.Command("ls", "-l", dir).CombinedOutput()
 		e.must(err)
-		if strings.Contains(string(out), ".md") {
+		if strings.Contains(string(out), "big.md") || strings.Contains(string(out), "bad.md") {
 			e.t.Errorf("ls -l lists a refused file:\n%s", out)
 		}
-		e.wantDiff("store unchanged", e.contents(e.rw.ID), map[string]string{})
+		e.wantDiff("store unchanged", e.contents(e.rw.ID), map[string]string{"/keep.md": "keep"})
 	}},
 	{name: "ReadOnly", run: func(e *env) {
 		if _, err := e.b.Services.CreateMemory(e.b.Ctx, e.ro.ID, trove.CreateMemoryParams{Path: "/guide.md", Content: "read me"}); err != nil {
