@@ -83,9 +83,15 @@ func runMount(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, dir str
 	// Everything the mount does acts with the session's own credential,
 	// until the last upload after the signal.
 	endCtx := context.WithoutCancel(sess.Ctx)
-	cfg := vfs.Config{Services: sess.Services, Principal: sess.Principal, Refresh: refresh, Logger: cliLogger(e.stderr, debug)}
+	names := map[string]string{}
+	cfg := vfs.Config{Services: sess.Services, Principal: sess.Principal, Refresh: refresh, Logger: cliLogger(e.stderr, debug),
+		OnRefused: func(storeID, path, reason string) {
+			fmt.Fprintf(e.stderr, "trove: [%s] %s is not saved to the store: %s\n", names[storeID], path, reason)
+		},
+	}
 	for _, ss := range sess.Stores {
 		cfg.Stores = append(cfg.Stores, vfsStore(ss))
+		names[ss.StoreID] = ss.Name
 	}
 	v, err := vfs.New(endCtx, cfg)
 	if err != nil {
@@ -182,9 +188,13 @@ func (m fuseMounter) Mount(ctx context.Context, spec mountSpec) (mount, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	root, name := filepath.Dir(spec.Dir), spec.Store.Name
 	v, err := vfs.New(ctx, vfs.Config{
 		Services: spec.Services, Principal: p, Flat: true, Refresh: m.Refresh, Logger: log,
 		Stores: []vfs.StoreConfig{vfsStore(spec.Store)},
+		// The agent's shell may ignore the error of close: tell it in the
+		// notices file too, as the copy engine does for its refusals.
+		OnRefused: func(_, path, reason string) { appendRefusal(root, name, path, reason) },
 	})
 	if err != nil {
 		return nil, err

@@ -89,10 +89,16 @@ func TestMountLocal(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "other"), 0o755); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("mkdir in the mount root: %v, want EROFS", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "notes", "bad.md"), []byte("\xff"), 0o644); !errors.Is(err, syscall.EILSEQ) {
+		t.Errorf("write of bytes that are not UTF-8: %v, want EILSEQ", err)
+	}
 
 	code, stderr := stop()
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if want := "trove: [Notes] /bad.md is not saved to the store: the file is not valid UTF-8 text (EILSEQ)"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
 		t.Errorf("after unmount %s holds %v (%v)", dir, names, err)

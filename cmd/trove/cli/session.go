@@ -85,7 +85,18 @@ func appendNotice(root, store string, r *syncer.Report) {
 	for _, p := range r.Quarantined {
 		fmt.Fprintf(&b, "- [%s] %s: %s\n", store, p.Path, p.Reason)
 	}
-	if b.Len() == 0 {
+	appendNoticeText(root, b.String())
+}
+
+// appendRefusal appends to root's notices file a change a live mount of
+// store refused (the agent's shell may have ignored the error of close).
+func appendRefusal(root, store, path, reason string) {
+	appendNoticeText(root, fmt.Sprintf("- [%s] %s is not saved to the store: %s\n", store, path, reason))
+}
+
+// appendNoticeText appends text to root's notices file (best effort).
+func appendNoticeText(root, text string) {
+	if text == "" {
 		return
 	}
 	noticesMu.Lock()
@@ -95,7 +106,7 @@ func appendNotice(root, store string, r *syncer.Report) {
 		return
 	}
 	defer f.Close()
-	f.WriteString(b.String())
+	f.WriteString(text)
 }
 
 type copyMount struct{ eng *syncer.Engine }
@@ -354,7 +365,8 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string
 		mounts = append(mounts, m)
 		dirs = append(dirs, dir)
 	}
-	note := memoryNote(sess.Stores, dirs, trove.DefaultLimits().MaxContentBytes)
+	_, live := mnt.(fuseMounter)
+	note := memoryNote(sess.Stores, dirs, trove.DefaultLimits().MaxContentBytes, live)
 	if err := writeFileAtomic(filepath.Join(root, "MEMORY_STORES.md"), []byte(note), 0o644); err != nil {
 		return fmt.Errorf("session run: writing the memory note: %w", err)
 	}
@@ -419,8 +431,10 @@ func sessionEnv(env []string, token, sessionID, root, note string) []string {
 }
 
 // memoryNote renders the system-prompt note (sync spec §9.8) from the
-// snapshotted attach fields, deterministically.
-func memoryNote(stores []trove.SessionStore, dirs []string, maxBytes int) string {
+// snapshotted attach fields, deterministically. live: the directories are
+// FUSE mounts (fuseMounter), where the store refuses writes at close rather
+// than at a later sync pass.
+func memoryNote(stores []trove.SessionStore, dirs []string, maxBytes int, live bool) string {
 	var b strings.Builder
 	b.WriteString("# Memory\n")
 	b.WriteString("Persistent memory stores are mounted as directories. Their contents survive\n")
@@ -435,12 +449,26 @@ func memoryNote(stores []trove.SessionStore, dirs []string, maxBytes int) string
 		}
 	}
 	parent := filepath.Dir(dirs[0])
+	notices := filepath.Join(parent, noticesName)
+	if live {
+		fmt.Fprintf(&b, "Only files under a store directory are saved; other paths under %s/\n", parent)
+		b.WriteString("are not. Each close of a written file saves it at once. Read-only stores refuse\n")
+		b.WriteString("writes (EROFS).")
+		fmt.Fprintf(&b, " Files must be UTF-8 text of at most %d kB (%d bytes): a refused\n", maxBytes/1024, maxBytes)
+		b.WriteString("write (EFBIG: too large, EILSEQ: not UTF-8) fails at close or fsync and leaves\n")
+		b.WriteString("the store unchanged (a refused new file disappears). Shells ignore errors of close,\n")
+		b.WriteString("so check the result of close, or run `sync FILE` after writing: it fails for a\n")
+		b.WriteString("refused file. If another writer changed a file since you opened it, close fails\n")
+		b.WriteString("(ESTALE): the store keeps the other version and yours is saved next to it as\n")
+		fmt.Fprintf(&b, "<name>.conflict-….md. Refusals are listed in %s.\n", notices)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Only files under a store directory are saved; other paths under %s/\n", parent)
 	b.WriteString("are not synced. Read-only stores are restored if changed.")
 	fmt.Fprintf(&b, " Files must be UTF-8 text up to %d KB.\n", maxBytes/1024)
 	b.WriteString("If a sync conflict occurs, the store keeps the other version and yours is saved\n")
 	b.WriteString("next to it as <name>.conflict-….md.")
-	fmt.Fprintf(&b, " Such events are listed in %s.\n", filepath.Join(parent, noticesName))
+	fmt.Fprintf(&b, " Such events are listed in %s.\n", notices)
 	return b.String()
 }
 

@@ -124,6 +124,10 @@ case "$TROVE_API_KEY" in trove_st_*) ;; *) echo "not a session token" >&2; exit 
 grep -q "buy tea" "$TROVE_MEMORY_ROOT/notes/todo.md"
 echo "learned something" > "$TROVE_MEMORY_ROOT/notes/learned.md"
 if echo "tampered" > "$TROVE_MEMORY_ROOT/team-standards/style.md"; then echo "read-only mount accepted a write" >&2; exit 8; fi
+printf '\377' > "$TROVE_MEMORY_ROOT/notes/bad.md"
+if sync "$TROVE_MEMORY_ROOT/notes/bad.md" 2>/dev/null; then echo "sync of a refused file succeeded" >&2; exit 7; fi
+if ls "$TROVE_MEMORY_ROOT/notes" | grep -q bad; then echo "a refused file is listed" >&2; exit 6; fi
+printf '%s' "$TROVE_MEMORY_PROMPT" | grep -q 'run .sync FILE. after writing'
 echo done > "$OUT"
 exit 3
 `
@@ -157,6 +161,46 @@ func TestSessionRunFuse(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "MEMORY_STORES.md")); err != nil {
 		t.Errorf("no system-prompt note: %v", err)
+	}
+	notices, _ := os.ReadFile(filepath.Join(root, "SYNC_NOTICES.md"))
+	if want := "- [Notes] /bad.md is not saved to the store: the file is not valid UTF-8 text (EILSEQ); the store is unchanged\n"; string(notices) != want {
+		t.Errorf("notices:\n%s\nwant:\n%s", notices, want)
+	}
+}
+
+// TestMemoryNote: the note tells an agent on live mounts what the kernel
+// cannot (close errors its shell ignores), and keeps the copy engine's text.
+func TestMemoryNote(t *testing.T) {
+	stores := []trove.SessionStore{{Name: "Notes", Access: trove.AccessReadWrite}}
+	dirs := []string{"/mem/notes"}
+	for _, c := range []struct {
+		live      bool
+		want, not []string
+	}{
+		{live: true, want: []string{
+			"- \"Notes\" at /mem/notes/ (read_write)\n",
+			"Files must be UTF-8 text of at most 100 kB (102400 bytes)",
+			"fails at close or fsync and leaves\nthe store unchanged",
+			"check the result of close, or run `sync FILE` after writing",
+			"Refusals are listed in /mem/SYNC_NOTICES.md.\n",
+			"Read-only stores refuse\nwrites (EROFS).",
+		}, not: []string{"restored", "synced"}},
+		{live: false, want: []string{
+			"Read-only stores are restored if changed. Files must be UTF-8 text up to 100 KB.\n",
+			"Such events are listed in /mem/SYNC_NOTICES.md.\n",
+		}, not: []string{"sync FILE", "EFBIG"}},
+	} {
+		note := memoryNote(stores, dirs, trove.DefaultLimits().MaxContentBytes, c.live)
+		for _, w := range c.want {
+			if !strings.Contains(note, w) {
+				t.Errorf("live=%v: note lacks %q:\n%s", c.live, w, note)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(note, w) {
+				t.Errorf("live=%v: note has %q:\n%s", c.live, w, note)
+			}
+		}
 	}
 }
 
