@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,7 +218,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.Int("status", rec.status),
 			slog.Duration("duration", d))
 	}()
+	if !cleanPath(r.URL.Path) {
+		// ServeMux would answer with a 307 redirect to the cleaned path, an
+		// HTML body no client of this API expects, and for ".." a route the
+		// caller did not name.
+		s.writeError(rec, r, trove.Errorf(trove.ENOTFOUND,
+			"no route for %s %s: the path must not contain empty, \".\" or \"..\" segments", r.Method, r.URL.Path))
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// cleanPath reports whether p is absolute with no empty, "." or ".."
+// segment (a trailing "/" is allowed), the paths ServeMux routes without
+// redirecting.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 func (s *Server) dispatch(rt *route) http.Handler {
