@@ -117,19 +117,17 @@ func queryView(q url.Values, def trove.View) (trove.View, error) {
 	return "", trove.Errorf(trove.EINVALID, "view must be \"basic\" or \"full\", got %q", v)
 }
 
-// queryLimit returns 0 when limit is absent (the service default) and the
-// value when it is within 1..max. With view=full it is capped at maxFull.
-func queryLimit(q url.Values, l trove.Limits, view trove.View) (int, error) {
+// queryLimit parses limit: 0 when it is absent (the service's default),
+// otherwise a positive integer. The range and the view=full cap are core's
+// rules and are applied there.
+func queryLimit(q url.Values) (int, error) {
 	v := q.Get("limit")
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > l.MaxPageSize {
-		return 0, trove.Errorf(trove.EINVALID, "limit must be an integer from 1 to %d, got %q", l.MaxPageSize, v)
-	}
-	if view == trove.ViewFull && n > l.MaxFullPageSize {
-		n = l.MaxFullPageSize
+	if err != nil || n < 1 {
+		return 0, trove.Errorf(trove.EINVALID, "limit must be a positive integer, got %q", v)
 	}
 	return n, nil
 }

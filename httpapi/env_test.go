@@ -82,7 +82,7 @@ func serveOn(t *testing.T, db storage.Driver, opts ...envOption) *testEnv {
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}
-	cfg := httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits()}
+	cfg := httpapi.Config{Services: svc, Sessions: svc, Auth: svc}
 	for _, o := range opts {
 		o(&cfg)
 	}

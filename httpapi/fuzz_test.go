@@ -87,7 +87,7 @@ func FuzzServer(f *testing.F) {
 		return strings.NewReplacer("{store}", st.ID, "{mem}", mem.ID, "{ver}", mem.VersionID, "{sess}", sess.ID)
 	}
 	ids := seed(f)
-	h := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits()})
+	h := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc})
 
 	f.Fuzz(func(t *testing.T, method, route uint8, suffix, query string, body []byte, hdr uint8) {
 		if len(body) > 64<<10 || len(suffix)+len(query) > 8<<10 {

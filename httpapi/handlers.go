@@ -62,7 +62,7 @@ func (s *Server) updateStore(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	limit, err := queryLimit(q, s.limits, trove.ViewBasic)
+	limit, err := queryLimit(q)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(q, s.limits, view)
+	limit, err := queryLimit(q)
 	if err != nil {
 		return err
 	}
@@ -186,12 +186,8 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	prefix := q.Get("path_prefix")
-	if err := trove.ValidatePathPrefix(prefix, s.limits.MaxPathBytes, s.limits.MaxPathSegments); err != nil {
-		return err
-	}
 	page, err := s.svc.ListMemories(r.Context(), r.PathValue("memory_store_id"), trove.ListMemoriesParams{
-		PathPrefix: prefix, Depth: depth, Limit: limit, Cursor: q.Get("page"), View: view,
+		PathPrefix: q.Get("path_prefix"), Depth: depth, Limit: limit, Cursor: q.Get("page"), View: view,
 	})
 	if err != nil {
 		return err
@@ -242,7 +238,7 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(q, s.limits, view)
+	limit, err := queryLimit(q)
 	if err != nil {
 		return err
 	}
@@ -329,7 +325,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	limit, err := queryLimit(q, s.limits, trove.ViewBasic)
+	limit, err := queryLimit(q)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,6 @@ type Config struct {
 	Services trove.Services
 	Sessions trove.SessionService // nil disables /trove/v1/sessions (404)
 	Auth     trove.Authenticator
-	Limits   trove.Limits // zero value means trove.DefaultLimits()
 	Logger   *slog.Logger // nil discards logs
 	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means
 	// DefaultMaxBodyBytes.
@@ -59,7 +58,6 @@ type Server struct {
 	svc     trove.Services
 	sess    trove.SessionService
 	auth    trove.Authenticator
-	limits  trove.Limits
 	log     *slog.Logger
 	maxBody int64
 	health  func(context.Context) error
@@ -96,15 +94,11 @@ func NewServer(cfg Config) *Server {
 		svc:     cfg.Services,
 		sess:    cfg.Sessions,
 		auth:    cfg.Auth,
-		limits:  cfg.Limits,
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
 		health:  cfg.Health,
 		mux:     http.NewServeMux(),
 		reg:     cfg.Metrics,
-	}
-	if s.limits == (trove.Limits{}) {
-		s.limits = trove.DefaultLimits()
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

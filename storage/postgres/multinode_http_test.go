@@ -31,7 +31,7 @@ func inProcessCluster(t *testing.T, n int, limits trove.Limits) []*httpNode {
 				t.Fatal(err)
 			}
 		}
-		srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits(), Health: db.Ping}))
+		srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Health: db.Ping}))
 		t.Cleanup(srv.Close)
 		nodes = append(nodes, &httpNode{base: srv.URL, key: secret, hc: hc})
 	}

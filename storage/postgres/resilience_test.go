@@ -47,7 +47,7 @@ func TestResilience(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits(), Health: db.Ping}))
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Health: db.Ping}))
 	t.Cleanup(srv.Close)
 	// httpStatus returns the status and x-should-retry of a GET of the memory.
 	httpStatus := func() (int, string) {

@@ -317,7 +317,7 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Limits: svc.Limits()})}
+	srv := &http.Server{Handler: httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc})}
 	go srv.Serve(ln)
 	defer srv.Close()
 	addr := ln.Addr().String()

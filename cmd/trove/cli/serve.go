@@ -250,7 +250,6 @@ func runServe(e *env, c serveConfig) error {
 		Services: b.svc,
 		Sessions: b.svc,
 		Auth:     b.svc,
-		Limits:   b.svc.Limits(), // c.limits, as core applies them
 		Logger:   log,
 		// Room for a maximal memory with every byte JSON-escaped.
 		MaxBodyBytes: maxBodyFor(c.limits.MaxContentBytes),
