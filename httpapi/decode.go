@@ -106,17 +106,6 @@ func jsonTypeName(kind string) string {
 // Query parameters. Unknown ones are ignored; bad values of known ones are
 // EINVALID.
 
-func queryView(q url.Values, def trove.View) (trove.View, error) {
-	v := q.Get("view")
-	switch v {
-	case "":
-		return def, nil
-	case string(trove.ViewBasic), string(trove.ViewFull):
-		return trove.View(v), nil
-	}
-	return "", trove.Errorf(trove.EINVALID, "view must be \"basic\" or \"full\", got %q", v)
-}
-
 // queryLimit parses limit: 0 when it is absent (the service's default),
 // otherwise a positive integer. The range and the view=full cap are core's
 // rules and are applied there.

@@ -106,10 +106,7 @@ func (s *Server) archiveStore(w http.ResponseWriter, r *http.Request) error {
 // Memories.
 
 func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
-	view, err := queryView(r.URL.Query(), trove.ViewBasic)
-	if err != nil {
-		return err
-	}
+	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
 	var body wireCreateMemory
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
@@ -129,10 +126,7 @@ func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
-	view, err := queryView(r.URL.Query(), trove.ViewFull)
-	if err != nil {
-		return err
-	}
+	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
 	m, err := s.svc.GetMemory(r.Context(), r.PathValue("memory_store_id"), r.PathValue("memory_id"), view)
 	if err != nil {
 		return err
@@ -141,10 +135,7 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
-	view, err := queryView(r.URL.Query(), trove.ViewBasic)
-	if err != nil {
-		return err
-	}
+	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
 	var body wireUpdateMemory
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
@@ -174,10 +165,7 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	view, err := queryView(q, trove.ViewBasic)
-	if err != nil {
-		return err
-	}
+	view := trove.View(q.Get("view")) // core checks it and applies the endpoint's default
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err
@@ -221,10 +209,7 @@ func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) error {
 // Memory versions.
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
-	view, err := queryView(r.URL.Query(), trove.ViewFull)
-	if err != nil {
-		return err
-	}
+	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
 	v, err := s.svc.GetVersion(r.Context(), r.PathValue("memory_store_id"), r.PathValue("memory_version_id"), view)
 	if err != nil {
 		return err
@@ -234,10 +219,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	view, err := queryView(q, trove.ViewBasic)
-	if err != nil {
-		return err
-	}
+	view := trove.View(q.Get("view")) // core checks it and applies the endpoint's default
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err
