@@ -501,14 +501,9 @@ func (db *DB) runBatch(batch []*writeReq) {
 // whole, or its lone fn failed).
 func (db *DB) runDirect(batch []*writeReq) (done bool) {
 	c := db.wconn
-	if _, err := db.execW("BEGIN IMMEDIATE"); err != nil {
-		err = translate(err)
-		for _, r := range batch {
-			r.err = err
-		}
+	if !db.beginGroup(batch) {
 		return true
 	}
-	db.batches.Add(1)
 	ran := 0
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -549,14 +544,10 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 	return true
 }
 
-// runSavepoints runs one group: BEGIN IMMEDIATE, one savepoint per request,
-// COMMIT. It reports whether a fn failed.
-func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
-	// Statements run with a context that is never cancelled: an interrupt
-	// in the middle of a statement can roll back the whole shared
-	// transaction, not just one caller's savepoint.
-	bg := context.Background()
-	c := db.wconn
+// beginGroup opens a group's transaction (BEGIN IMMEDIATE) and counts the
+// group. When that fails, every request of the group gets the error and it
+// returns false.
+func (db *DB) beginGroup(batch []*writeReq) bool {
 	if _, err := db.execW("BEGIN IMMEDIATE"); err != nil {
 		err = translate(err)
 		for _, r := range batch {
@@ -565,6 +556,20 @@ func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 		return false
 	}
 	db.batches.Add(1)
+	return true
+}
+
+// runSavepoints runs one group: BEGIN IMMEDIATE, one savepoint per request,
+// COMMIT. It reports whether a fn failed.
+func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
+	// Statements run with a context that is never cancelled: an interrupt
+	// in the middle of a statement can roll back the whole shared
+	// transaction, not just one caller's savepoint.
+	bg := context.Background()
+	c := db.wconn
+	if !db.beginGroup(batch) {
+		return false
+	}
 	ran := 0
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
