@@ -63,6 +63,39 @@ type Actor struct {
 	ServiceAccountID string // svac_… for ActorServiceAccount
 }
 
+// ID returns the ID field that matches a.Type; ok is false for an empty or
+// unknown type.
+func (a Actor) ID() (id string, ok bool) {
+	switch a.Type {
+	case ActorAPI:
+		return a.APIKeyID, true
+	case ActorSession:
+		return a.SessionID, true
+	case ActorUser:
+		return a.UserID, true
+	case ActorServiceAccount:
+		return a.ServiceAccountID, true
+	}
+	return "", false
+}
+
+// NewActor returns the actor of type t with id in the field that matches t
+// (no ID field is set for an unknown type).
+func NewActor(t ActorType, id string) Actor {
+	a := Actor{Type: t}
+	switch t {
+	case ActorAPI:
+		a.APIKeyID = id
+	case ActorSession:
+		a.SessionID = id
+	case ActorUser:
+		a.UserID = id
+	case ActorServiceAccount:
+		a.ServiceAccountID = id
+	}
+	return a
+}
+
 // Store is a memory store: a named, path-addressed collection of memories
 // owned by one workspace.
 type Store struct {

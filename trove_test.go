@@ -136,3 +136,19 @@ func FuzzValidatePath(f *testing.F) {
 		}
 	})
 }
+
+func TestActorIDRoundTrip(t *testing.T) {
+	for _, typ := range []ActorType{ActorAPI, ActorSession, ActorUser, ActorServiceAccount} {
+		a := NewActor(typ, "id_1")
+		id, ok := a.ID()
+		if !ok || id != "id_1" {
+			t.Errorf("NewActor(%s).ID() = %q, %v", typ, id, ok)
+		}
+		if n := len(a.APIKeyID + a.SessionID + a.UserID + a.ServiceAccountID); n != len("id_1") {
+			t.Errorf("NewActor(%s) set %d ID bytes, want only its own field", typ, n)
+		}
+	}
+	if id, ok := NewActor("robot_actor", "x").ID(); ok || id != "" {
+		t.Errorf("unknown type: ID() = %q, %v", id, ok)
+	}
+}

@@ -47,15 +47,8 @@ func utc(t *time.Time) *time.Time {
 // ---- actors ----
 
 func actorID(a *trove.Actor) string {
-	switch a.Type {
-	case trove.ActorAPI:
-		return a.APIKeyID
-	case trove.ActorSession:
-		return a.SessionID
-	case trove.ActorUser:
-		return a.UserID
-	case trove.ActorServiceAccount:
-		return a.ServiceAccountID
+	if id, ok := a.ID(); ok {
+		return id
 	}
 	for _, id := range []string{a.APIKeyID, a.SessionID, a.UserID, a.ServiceAccountID} {
 		if id != "" {
@@ -78,22 +71,12 @@ func actorFrom(typ, id *string) *trove.Actor {
 	if typ == nil {
 		return nil
 	}
-	a := &trove.Actor{Type: trove.ActorType(*typ)}
 	var i string
 	if id != nil {
 		i = *id
 	}
-	switch a.Type {
-	case trove.ActorAPI:
-		a.APIKeyID = i
-	case trove.ActorSession:
-		a.SessionID = i
-	case trove.ActorUser:
-		a.UserID = i
-	case trove.ActorServiceAccount:
-		a.ServiceAccountID = i
-	}
-	return a
+	a := trove.NewActor(trove.ActorType(*typ), i)
+	return &a
 }
 
 // ---- time bounds ----

@@ -220,17 +220,8 @@ func actorCols(a *trove.Actor) (typ, id any, err error) {
 
 // actorID returns the ID field of a that matches its type.
 func actorID(a trove.Actor) (string, error) {
-	switch a.Type {
-	case trove.ActorAPI:
-		return a.APIKeyID, nil
-	case trove.ActorSession:
-		return a.SessionID, nil
-	case trove.ActorUser:
-		return a.UserID, nil
-	case trove.ActorServiceAccount:
-		return a.ServiceAccountID, nil
-	case "":
-		return "", nil
+	if id, ok := a.ID(); ok || a.Type == "" {
+		return id, nil
 	}
 	return "", trove.Errorf(trove.EINVALID, "unknown actor type %q", a.Type)
 }
@@ -240,17 +231,7 @@ func actorOf(typ, id sql.NullString) *trove.Actor {
 	if !typ.Valid {
 		return nil
 	}
-	a := trove.Actor{Type: trove.ActorType(typ.String)}
-	switch a.Type {
-	case trove.ActorAPI:
-		a.APIKeyID = id.String
-	case trove.ActorSession:
-		a.SessionID = id.String
-	case trove.ActorUser:
-		a.UserID = id.String
-	case trove.ActorServiceAccount:
-		a.ServiceAccountID = id.String
-	}
+	a := trove.NewActor(trove.ActorType(typ.String), id.String)
 	return &a
 }
 
