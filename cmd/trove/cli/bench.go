@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -49,7 +50,8 @@ rounds every figure is the median round's, and "range" gives the lowest and
 highest ratio over the rounds (the machine is noisy: read the ratios).
 
 The load generator runs in the same process and shares the CPU with the
-server. --client lean (the default) is a minimal keep-alive HTTP/1.1 client:
+server; cpu/op is the whole process's CPU time (user+system) per operation
+in the median round. --client lean (the default) is a minimal keep-alive HTTP/1.1 client:
 one connection per client goroutine, one request at a time (no pipelining),
 the whole response read and checked; --client net/http uses Go's
 http.Client, which costs about as much CPU as the server does per request.`,
@@ -138,6 +140,21 @@ type benchResult struct {
 	errors   int64
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	// cpu is the CPU time (user+system) the whole process used during the
+	// measurement, server and load generator together.
+	cpu time.Duration
+}
+
+// cpuPerOp is the process CPU time per operation.
+func (r benchResult) cpuPerOp() time.Duration { return r.cpu / time.Duration(r.n) }
+
+// processCPU returns the user+system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (r benchResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -148,6 +165,7 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 	lat := make([][]time.Duration, conc)
 	var next, errs atomic.Int64
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for g := range conc {
 		wg.Go(func() {
@@ -166,6 +184,7 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	pct := func(p float64) time.Duration {
@@ -174,7 +193,7 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 		}
 		return all[min(len(all)-1, int(float64(len(all))*p))]
 	}
-	return benchResult{op: name, conc: conc, n: n, errors: errs.Load(), elapsed: elapsed, p50: pct(0.50), p99: pct(0.99)}
+	return benchResult{op: name, conc: conc, n: n, errors: errs.Load(), elapsed: elapsed, p50: pct(0.50), p99: pct(0.99), cpu: cpu}
 }
 
 // benchKey names one line of the report.
@@ -233,10 +252,10 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	}
 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\terrors\tvs raw (median)\trange\t")
+	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\tcpu/op\terrors\tvs raw (median)\trange\t")
 	for _, c := range cfg.concs {
-		fmt.Fprintf(tw, "raw write (1 txn/write)\t%d\t%.0f\t\t\t\t\t%s\t\n", c, median(rawW[c]), spread(rawW[c], "%.0f"))
-		fmt.Fprintf(tw, "raw point read\t%d\t%.0f\t\t\t\t\t%s\t\n", c, median(rawR[c]), spread(rawR[c], "%.0f"))
+		fmt.Fprintf(tw, "raw write (1 txn/write)\t%d\t%.0f\t\t\t\t\t\t%s\t\n", c, median(rawW[c]), spread(rawW[c], "%.0f"))
+		fmt.Fprintf(tw, "raw point read\t%d\t%.0f\t\t\t\t\t\t%s\t\n", c, median(rawR[c]), spread(rawR[c], "%.0f"))
 	}
 	for _, k := range keys {
 		rs := results[k]
@@ -269,8 +288,8 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 				rng = spread(scaled(rt, 100), "%.0f%%")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t%s\t\n", name, k.conc, r.rate(),
-			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), errs, ratio, rng)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t\n", name, k.conc, r.rate(),
+			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.cpuPerOp().Round(time.Microsecond), errs, ratio, rng)
 	}
 	return tw.Flush()
 }
