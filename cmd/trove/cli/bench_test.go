@@ -124,3 +124,18 @@ func TestLeanConn(t *testing.T) {
 		t.Errorf("%d connections, want 3", n)
 	}
 }
+
+// TestMemberID: the lean client's ID extraction finds the top-level "id" of
+// a memory as the server encodes it, and nothing where there is none.
+func TestMemberID(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"type":"memory","id":"mem_0ABC","memory_store_id":"memstore_1","memory_version_id":"memver_2"}`, "mem_0ABC"},
+		{`{"type":"memory","memory_store_id":"memstore_1"}`, ""},
+		{`{"id":"mem_unterminated`, ""},
+		{``, ""},
+	} {
+		if got := memberID([]byte(c.in)); got != c.want {
+			t.Errorf("memberID(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
