@@ -78,9 +78,7 @@ func newRawEnv(ctx context.Context, path string, writeConns, readConns int) (*ra
 	e := &rawEnv{}
 	var err error
 	busy := fmt.Sprintf("_busy_timeout=%d", DefaultBusyTimeout.Milliseconds())
-	// The driver's writer parameters, but each COMMIT waits for its own
-	// fsync (synchronous=FULL): one durable transaction per write.
-	if e.w, err = sql.Open("sqlite", dsn(path, append([]string{busy, "_synchronous=FULL"}, writerParams...))); err != nil {
+	if e.w, err = sql.Open("sqlite", dsn(path, append([]string{busy}, writerParams...))); err != nil {
 		return nil, err
 	}
 	e.w.SetMaxOpenConns(writeConns)

@@ -1,12 +1,8 @@
 // Package sqlite is Trove's embedded storage driver: a storage.Driver over a
 // single SQLite database file, using the pure-Go modernc.org/sqlite.
 //
-// Durability: a Write that returned nil is on disk: it survives kill -9 of
-// the process and a power cut. The database runs in WAL mode; commits append
-// to the WAL and a syncer goroutine fdatasyncs it before any Write of the
-// group is released, overlapping one group's disk flush with the next
-// group's execution; a Read never returns changes that are not yet durable
-// (see durable.go).
+// Durability: the database runs in WAL mode with synchronous=FULL, so a Write
+// that returned nil is on disk and survives kill -9 of the process.
 //
 // Concurrency: all writes go through one writer connection owned by a
 // committer goroutine that practises group commit. Write enqueues its
@@ -94,9 +90,6 @@ type DB struct {
 	// only); see runBatch.
 	lastFailed bool
 
-	// dur is the durability pipeline: the syncer and what readers wait on.
-	dur durability
-
 	// Counters for tests and metrics.
 	batches atomic.Int64
 	writes  atomic.Int64
@@ -138,7 +131,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		reqs: make(chan *writeReq, 1024),
 		done: make(chan struct{}),
 	}
-	db.dur.init(abs)
 	if db.log == nil {
 		db.log = slog.Default()
 	}
@@ -157,7 +149,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		busy = DefaultBusyTimeout
 	}
 	busyParam := fmt.Sprintf("_busy_timeout=%d", busy.Milliseconds())
-	db.wdb, err = sql.Open("sqlite", dsn(abs, append([]string{busyParam, writerSync}, writerParams...)))
+	db.wdb, err = sql.Open("sqlite", dsn(abs, append([]string{busyParam}, writerParams...)))
 	if err != nil {
 		return nil, unavailable("open database", err)
 	}
@@ -213,13 +205,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.wstmts = newStmtCache(func(q string) (*sql.Stmt, error) {
 		return db.wconn.PrepareContext(context.Background(), q)
 	})
-	// Whatever Open wrote (migrations) is made durable before the database
-	// is handed out.
-	if err := db.dur.syncNow(); err != nil {
-		db.wstmts.close()
-		return fail(err)
-	}
-	go db.dur.syncLoop()
 	go db.commitLoop()
 	return db, nil
 }
@@ -227,18 +212,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
-// writerParams are the DSN parameters of the writer connection but its
-// synchronous mode: the driver's COMMIT does not wait for the disk
-// (synchronous=NORMAL, writerSync), the syncer does (durable.go).
+// writerParams are the DSN parameters of the writer connection.
 var writerParams = []string{
 	"_journal_mode=WAL",
+	"_synchronous=FULL",
 	"_foreign_keys=1",
 	"_txlock=immediate",
 	"_pragma=temp_store(memory)",
 }
-
-// writerSync is the driver's synchronous mode for the writer connection.
-const writerSync = "_synchronous=NORMAL"
 
 // readerParams are the DSN parameters of the read pool.
 var readerParams = []string{
@@ -285,23 +266,9 @@ func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	if db.needMigrate.Load() {
 		return db.errMigrate()
 	}
-	if err := db.dur.err(); err != nil {
-		return err
-	}
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
-	err := db.readTx(ctx, fn)
-	// The snapshot fn read may hold commits whose sync is still in flight:
-	// return only once they are durable.
-	if derr := db.dur.waitDurable(ctx); derr != nil {
-		return derr
-	}
-	return err
-}
-
-// readTx runs fn in one read transaction on a connection of the pool.
-func (db *DB) readTx(ctx context.Context, fn func(storage.Tx) error) error {
 	var rc *readConn
 	var ok bool
 	select {
@@ -433,7 +400,6 @@ func (db *DB) Close() error {
 		close(db.reqs)
 		db.mu.Unlock()
 		<-db.done
-		<-db.dur.syncDone
 		// Wait for the Reads in flight: take every read connection back.
 		for range cap(db.readers) {
 			rc := <-db.readers
@@ -452,7 +418,7 @@ func (db *DB) Close() error {
 // Writes in groups until reqs is closed and drained.
 func (db *DB) commitLoop() {
 	defer close(db.done)
-	defer close(db.dur.jobs)
+	batch := make([]*writeReq, 0, db.max)
 	for {
 		// Let the writers the last commit released queue their next Write
 		// before the group is cut, so groups stay large under load.
@@ -465,8 +431,7 @@ func (db *DB) commitLoop() {
 			db.runRaw(req)
 			continue
 		}
-		// A fresh slice per group: the syncer holds it until the sync.
-		batch := append(make([]*writeReq, 0, 8), req)
+		batch = append(batch[:0], req)
 		var raw *writeReq
 		open := true
 	fill:
@@ -487,6 +452,7 @@ func (db *DB) commitLoop() {
 			}
 		}
 		db.runBatch(batch)
+		clear(batch)
 		if raw != nil {
 			db.runRaw(raw)
 		}
@@ -496,25 +462,14 @@ func (db *DB) commitLoop() {
 	}
 }
 
-// runRaw runs a job that needs the writer connection to itself and hands
-// it to the syncer.
+// runRaw runs a job that needs the writer connection to itself.
 func (db *DB) runRaw(req *writeReq) {
-	switch {
-	case db.dur.err() != nil:
-		req.err = db.dur.err()
-	case req.ctx.Err() != nil:
-		req.err = ctxError(req.ctx.Err())
-	default:
-		db.dur.beforeCommit()
+	if err := req.ctx.Err(); err != nil {
+		req.err = ctxError(err)
+	} else {
 		req.err = req.raw(context.WithoutCancel(req.ctx), db.wconn)
 	}
-	db.release([]*writeReq{req})
-}
-
-// release hands finished requests to the syncer, which lets them return
-// once everything committed so far is durable.
-func (db *DB) release(reqs []*writeReq) {
-	db.dur.jobs <- &syncJob{seq: db.dur.commitSeq.Load(), reqs: reqs}
+	close(req.done)
 }
 
 // runBatch runs one group and releases every waiter.
@@ -529,13 +484,11 @@ func (db *DB) release(reqs []*writeReq) {
 // next group goes straight to savepoints, so a run of failing Writes does
 // not cost every group twice.
 func (db *DB) runBatch(batch []*writeReq) {
-	defer db.release(batch)
-	if err := db.dur.err(); err != nil {
+	defer func() {
 		for _, r := range batch {
-			r.err = err
+			close(r.done)
 		}
-		return
-	}
+	}()
 	if !db.lastFailed && db.runDirect(batch) {
 		return
 	}
@@ -583,7 +536,7 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 		}
 		return true
 	}
-	if _, err := db.commit(); err != nil {
+	if _, err := db.execW("COMMIT"); err != nil {
 		db.abort(batch, translate(err))
 		return true
 	}
@@ -653,19 +606,12 @@ func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 		}
 		return fnFailed
 	}
-	if _, err := db.commit(); err != nil {
+	if _, err := db.execW("COMMIT"); err != nil {
 		db.abort(batch, translate(err))
 		return fnFailed
 	}
 	db.writes.Add(int64(ran))
 	return fnFailed
-}
-
-// commit commits the group's transaction; its changes become visible to
-// readers here, before they are durable (see durable.go).
-func (db *DB) commit() (sql.Result, error) {
-	db.dur.beforeCommit()
-	return db.execW("COMMIT")
 }
 
 // execW runs a transaction-control statement on the writer connection
@@ -708,8 +654,3 @@ func (db *DB) call(fn func(storage.Tx) error, t *tx) (err error) {
 func (db *DB) Stats() (batches, writes int64) {
 	return db.batches.Load(), db.writes.Load()
 }
-
-// Syncs reports how many times the WAL was flushed to disk since Open
-// (including Open's own flush). Writes/Syncs is the mean number of Writes a
-// disk flush made durable.
-func (db *DB) Syncs() int64 { return db.dur.syncs.Load() }
