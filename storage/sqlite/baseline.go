@@ -15,51 +15,67 @@ import (
 	"github.com/trovehq/trove"
 )
 
-// RawBaseline measures, on this machine and disk, what plain database/sql
-// over modernc.org/sqlite achieves with the driver's own settings (WAL,
-// synchronous=FULL, the same schema) and none of Trove: it is the yardstick
-// the driver and the HTTP server are compared with, meant to be measured in
-// the same run as them.
+// Raw is the yardstick the driver and the HTTP server are compared with,
+// meant to be measured in the same run as them: what plain database/sql
+// over modernc.org/sqlite achieves on this machine and disk with the
+// driver's own settings (WAL, synchronous=FULL, the same schema) and none
+// of Trove.
 //
-// It creates a new database in dir (which must exist; the caller removes it)
-// with one store of 64 memories, then:
+// OpenRaw creates a new database in dir (which must exist; the caller
+// removes it) with one store of 64 memories. Then:
 //
-//   - writesPerSec: n writes spread over concurrency goroutines, each write
+//   - Writes does n writes spread over concurrency goroutines, each write
 //     one durable transaction (BEGIN IMMEDIATE; UPDATE the memory row;
 //     INSERT a version row; COMMIT, one fsync) — one transaction per write.
 //     The goroutines share a single connection, database/sql queueing them,
 //     which is the fastest way to run one transaction per write on SQLite
 //     (connections of their own would fight over the write lock through
 //     SQLite's sleeping busy handler).
-//   - readsPerSec: n point reads (a memory with its content, by primary key)
+//   - Reads does n point reads (a memory with its content, by primary key)
 //     spread over concurrency goroutines, on a pool of concurrency read-only
 //     connections.
 //
-// Statements run with a context that cannot be cancelled, as the driver's
-// own do (with a cancellable one, database/sql and modernc.org/sqlite start
-// a watcher goroutine per statement, which costs about as much as a point
-// read); ctx is checked between operations.
-//
-// It returns EINVALID for concurrency < 1 or n < 1.
-func RawBaseline(ctx context.Context, dir string, concurrency, n int) (writesPerSec, readsPerSec float64, err error) {
-	if concurrency < 1 || n < 1 {
-		return 0, 0, trove.Errorf(trove.EINVALID, "RawBaseline needs concurrency >= 1 and n >= 1")
+// Each returns the wall time the n operations took. Statements run with a
+// context that cannot be cancelled, as the driver's own do (with a
+// cancellable one, database/sql and modernc.org/sqlite start a watcher
+// goroutine per statement, which costs about as much as a point read); ctx
+// is checked between operations.
+type Raw struct {
+	env         *rawEnv
+	concurrency int
+}
+
+// OpenRaw opens the baseline's database; EINVALID for concurrency < 1.
+func OpenRaw(ctx context.Context, dir string, concurrency int) (*Raw, error) {
+	if concurrency < 1 {
+		return nil, trove.Errorf(trove.EINVALID, "the raw baseline needs concurrency >= 1")
 	}
 	env, err := newRawEnv(ctx, filepath.Join(dir, "raw-baseline.db"), 1, concurrency)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	defer env.Close()
-	wd, err := runConcurrently(ctx, concurrency, n, env.write)
-	if err != nil {
-		return 0, 0, err
-	}
-	rd, err := runConcurrently(ctx, concurrency, n, env.read)
-	if err != nil {
-		return 0, 0, err
-	}
-	return float64(n) / wd.Seconds(), float64(n) / rd.Seconds(), nil
+	return &Raw{env: env, concurrency: concurrency}, nil
 }
+
+// Writes runs n one-transaction writes; EINVALID for n < 1.
+func (r *Raw) Writes(ctx context.Context, n int) (time.Duration, error) {
+	return r.run(ctx, n, r.env.write)
+}
+
+// Reads runs n point reads; EINVALID for n < 1.
+func (r *Raw) Reads(ctx context.Context, n int) (time.Duration, error) {
+	return r.run(ctx, n, r.env.read)
+}
+
+func (r *Raw) run(ctx context.Context, n int, op func(context.Context, int) error) (time.Duration, error) {
+	if n < 1 {
+		return 0, trove.Errorf(trove.EINVALID, "the raw baseline needs n >= 1")
+	}
+	return runConcurrently(ctx, r.concurrency, n, op)
+}
+
+// Close closes the baseline's database.
+func (r *Raw) Close() error { return r.env.Close() }
 
 // rawSeedMemories is how many memories the raw baseline spreads writes over.
 const rawSeedMemories = 64

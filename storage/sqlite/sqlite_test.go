@@ -322,17 +322,34 @@ func rawOpen(t *testing.T, path string) *sql.DB {
 
 func TestRawBaseline(t *testing.T) {
 	ctx := context.Background()
-	w, r, err := sqlite.RawBaseline(ctx, t.TempDir(), 4, 40)
+	raw, err := sqlite.OpenRaw(ctx, t.TempDir(), 4)
 	if err != nil {
-		t.Fatalf("RawBaseline: %v", err)
+		t.Fatalf("OpenRaw: %v", err)
 	}
-	if w <= 0 || r <= 0 {
-		t.Errorf("RawBaseline = %v writes/s, %v reads/s; want positive rates", w, r)
+	defer raw.Close()
+	w, err := raw.Writes(ctx, 40)
+	if err != nil || w <= 0 {
+		t.Errorf("Writes = %v, %v; want a positive duration", w, err)
 	}
-	for _, c := range []struct{ conc, n int }{{0, 10}, {1, 0}, {-1, -1}} {
-		if _, _, err := sqlite.RawBaseline(ctx, t.TempDir(), c.conc, c.n); trove.ErrorCode(err) != trove.EINVALID {
-			t.Errorf("RawBaseline(concurrency %d, n %d): %v, want EINVALID", c.conc, c.n, err)
+	r, err := raw.Reads(ctx, 40)
+	if err != nil || r <= 0 {
+		t.Errorf("Reads = %v, %v; want a positive duration", r, err)
+	}
+	for _, n := range []int{0, -1} {
+		if _, err := raw.Writes(ctx, n); trove.ErrorCode(err) != trove.EINVALID {
+			t.Errorf("Writes(%d): %v, want EINVALID", n, err)
 		}
+		if _, err := raw.Reads(ctx, n); trove.ErrorCode(err) != trove.EINVALID {
+			t.Errorf("Reads(%d): %v, want EINVALID", n, err)
+		}
+	}
+	if _, err := sqlite.OpenRaw(ctx, t.TempDir(), 0); trove.ErrorCode(err) != trove.EINVALID {
+		t.Errorf("OpenRaw(concurrency 0): %v, want EINVALID", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := raw.Reads(cancelled, 10); trove.ErrorCode(err) != trove.EUNAVAILABLE || !errors.Is(err, context.Canceled) {
+		t.Errorf("Reads with a cancelled context: %v, want EUNAVAILABLE wrapping context.Canceled", err)
 	}
 }
 

@@ -51,7 +51,10 @@ highest ratio over the rounds (the machine is noisy: read the ratios).
 
 The load generator runs in the same process and shares the CPU with the
 server; cpu/op is the whole process's CPU time (user+system) per operation
-in the median round. --client lean (the default) is a minimal keep-alive HTTP/1.1 client:
+in the median round. "by cpu/op" compares the get with the raw read by CPU
+time per operation (raw cpu/op over http cpu/op, median over rounds): the
+share of the raw rate the API reaches when both have the same cores to
+themselves, which other load on the machine moves far less than ops/s. --client lean (the default) is a minimal keep-alive HTTP/1.1 client:
 one connection per client goroutine, one request at a time (no pipelining),
 the whole response read and checked; --client net/http uses Go's
 http.Client, which costs about as much CPU as the server does per request.`,
@@ -207,25 +210,26 @@ type benchKey struct {
 func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	fmt.Fprintf(out, "trove bench: n=%d per measurement, concurrency %v, %d round(s), client %s, data in %s\n\n",
 		cfg.n, cfg.concs, cfg.rounds, strings.Join(cfg.clients, ","), cfg.dir)
-	rawW := map[int][]float64{}
-	rawR := map[int][]float64{}
+	rawW := map[int][]benchResult{}
+	rawR := map[int][]benchResult{}
 	var keys []benchKey
 	results := map[benchKey][]benchResult{}
 	ratios := map[benchKey][]float64{}
+	cpuRatios := map[benchKey][]float64{}
 	for round := range cfg.rounds {
-		rawRound := map[int][2]float64{}
+		rawRound := map[int][2]benchResult{}
 		for _, c := range cfg.concs {
 			d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-raw-c%d", round, c))
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return err
 			}
-			w, r, err := sqlite.RawBaseline(ctx, d, c, cfg.n)
+			w, r, err := rawBench(ctx, d, c, cfg.n)
 			if err != nil {
 				return fmt.Errorf("raw baseline: %w", err)
 			}
 			rawW[c] = append(rawW[c], w)
 			rawR[c] = append(rawR[c], r)
-			rawRound[c] = [2]float64{w, r}
+			rawRound[c] = [2]benchResult{w, r}
 		}
 		for _, cl := range cfg.clients {
 			for _, cache := range cfg.authCaches {
@@ -240,11 +244,14 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 						keys = append(keys, k)
 					}
 					results[k] = append(results[k], r)
-					switch r.op {
+					switch raw := rawRound[r.conc]; r.op {
 					case "create", "update":
-						ratios[k] = append(ratios[k], r.rate()/rawRound[r.conc][0])
+						ratios[k] = append(ratios[k], r.rate()/raw[0].rate())
 					case "get":
-						ratios[k] = append(ratios[k], r.rate()/rawRound[r.conc][1])
+						ratios[k] = append(ratios[k], r.rate()/raw[1].rate())
+						if r.cpu > 0 {
+							cpuRatios[k] = append(cpuRatios[k], float64(raw[1].cpuPerOp())/float64(r.cpuPerOp()))
+						}
 					}
 				}
 			}
@@ -252,16 +259,20 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	}
 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\tcpu/op\terrors\tvs raw (median)\trange\t")
+	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\tcpu/op\terrors\tvs raw (median)\trange\tby cpu/op\t")
 	for _, c := range cfg.concs {
-		fmt.Fprintf(tw, "raw write (1 txn/write)\t%d\t%.0f\t\t\t\t\t\t%s\t\n", c, median(rawW[c]), spread(rawW[c], "%.0f"))
-		fmt.Fprintf(tw, "raw point read\t%d\t%.0f\t\t\t\t\t\t%s\t\n", c, median(rawR[c]), spread(rawR[c], "%.0f"))
+		for _, raw := range []struct {
+			name string
+			rs   []benchResult
+		}{{"raw write (1 txn/write)", rawW[c]}, {"raw point read", rawR[c]}} {
+			r := medianResult(raw.rs)
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t%s\t\t\t%s\t\t\n", raw.name, c, r.rate(),
+				r.cpuPerOp().Round(time.Microsecond), spread(rates(raw.rs), "%.0f"))
+		}
 	}
 	for _, k := range keys {
 		rs := results[k]
-		// The median round by rate, whose latencies are shown with it.
-		sorted := slices.SortedFunc(slices.Values(rs), func(a, b benchResult) int { return cmp.Compare(a.rate(), b.rate()) })
-		r := sorted[len(sorted)/2]
+		r := medianResult(rs)
 		var errs int64
 		for _, x := range rs {
 			errs += x.errors
@@ -277,7 +288,10 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 		if len(tags) > 0 {
 			name += " (" + strings.Join(tags, ", ") + ")"
 		}
-		ratio, rng := "", ""
+		ratio, rng, byCPU := "", "", ""
+		if rt := cpuRatios[k]; len(rt) > 0 {
+			byCPU = fmt.Sprintf("%.0f%%", 100*median(rt))
+		}
 		if rt := ratios[k]; len(rt) > 0 {
 			switch k.op {
 			case "create", "update":
@@ -288,10 +302,45 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 				rng = spread(scaled(rt, 100), "%.0f%%")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t\n", name, k.conc, r.rate(),
-			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.cpuPerOp().Round(time.Microsecond), errs, ratio, rng)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", name, k.conc, r.rate(),
+			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.cpuPerOp().Round(time.Microsecond), errs, ratio, rng, byCPU)
 	}
 	return tw.Flush()
+}
+
+// rawBench measures the raw baseline (sqlite.Raw) at concurrency c: n
+// writes, then n point reads.
+func rawBench(ctx context.Context, dir string, c, n int) (w, r benchResult, err error) {
+	raw, err := sqlite.OpenRaw(ctx, dir, c)
+	if err != nil {
+		return w, r, err
+	}
+	defer raw.Close()
+	timed := func(name string, f func(context.Context, int) (time.Duration, error)) (benchResult, error) {
+		cpu0 := processCPU()
+		d, err := f(ctx, n)
+		return benchResult{op: name, conc: c, n: n, elapsed: d, cpu: processCPU() - cpu0}, err
+	}
+	if w, err = timed("raw write", raw.Writes); err != nil {
+		return w, r, err
+	}
+	r, err = timed("raw read", raw.Reads)
+	return w, r, err
+}
+
+// medianResult is the median of rs by rate (the upper one for an even
+// count); its latencies and CPU are shown with it.
+func medianResult(rs []benchResult) benchResult {
+	sorted := slices.SortedFunc(slices.Values(rs), func(a, b benchResult) int { return cmp.Compare(a.rate(), b.rate()) })
+	return sorted[len(sorted)/2]
+}
+
+func rates(rs []benchResult) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = r.rate()
+	}
+	return out
 }
 
 // median returns the median of xs (the upper one for an even count).

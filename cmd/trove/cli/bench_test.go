@@ -11,7 +11,8 @@ import (
 )
 
 // TestBench runs a tiny trove bench with both load generators and both
-// cache settings: every line is there, with no errors and a ratio.
+// cache settings: every line is there, with no errors, a ratio and, for
+// the get, the ratio by CPU time per operation.
 func TestBench(t *testing.T) {
 	code, out, errOut := runTrove(t, "bench", "--n", "20", "--concurrency", "1,2", "--rounds", "2",
 		"--client", "lean,net/http", "--auth-cache", "0s,2s", "--dir", t.TempDir())
@@ -20,7 +21,7 @@ func TestBench(t *testing.T) {
 	}
 	var want []string
 	for _, c := range []int{1, 2} {
-		want = append(want, fmt.Sprintf(`raw write \(1 txn/write\) +%d +\d+ `, c), fmt.Sprintf(`raw point read +%d +\d+ `, c))
+		want = append(want, fmt.Sprintf(`raw write \(1 txn/write\) +%d +\d+ +\S+ +\d+–\d+ *\n`, c), fmt.Sprintf(`raw point read +%d +\d+ +\S+ +\d+–\d+ *\n`, c))
 	}
 	for _, cl := range []string{"lean", "net/http"} {
 		for _, cache := range []string{"auth cache 0s, " + cl, cl} {
@@ -28,7 +29,7 @@ func TestBench(t *testing.T) {
 				for _, op := range []string{"create", "update"} {
 					want = append(want, fmt.Sprintf(`http %s \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+\.\d\d× raw write +\d+\.\d\d×–\d+\.\d\d×`, op, regexp.QuoteMeta(cache), c))
 				}
-				want = append(want, fmt.Sprintf(`http get \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+%% raw read +\d+%%–\d+%%`, regexp.QuoteMeta(cache), c),
+				want = append(want, fmt.Sprintf(`http get \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+%% raw read +\d+%%–\d+%% +\d+%% *\n`, regexp.QuoteMeta(cache), c),
 					fmt.Sprintf(`http list \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 *\n`, regexp.QuoteMeta(cache), c))
 			}
 		}
