@@ -189,7 +189,22 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // ServeHTTP gives every response a request-id header, routes the request,
 // and records its log line and metrics.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r, nil) }
+
+// statusRefusal is a transport's refusal with no trove code (431), sent
+// with writeStatusError.
+type statusRefusal struct {
+	status   int
+	typ, msg string
+}
+
+func (e *statusRefusal) Error() string { return e.msg }
+
+// serve is ServeHTTP for every transport. A non-nil refusal is a request
+// the transport could not read (FastHTTP's malformed requests): it is sent
+// as the error envelope, with the request-id, log line and metrics of any
+// other response.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, refusal error) {
 	start := time.Now()
 	rid := trove.NewID(trove.PrefixRequest, start)
 	w.Header().Set("request-id", rid)
@@ -212,6 +227,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.Int("status", rec.status),
 			slog.Duration("duration", d))
 	}()
+	if refusal != nil {
+		if sr, ok := refusal.(*statusRefusal); ok {
+			s.writeStatusError(rec, sr.status, sr.typ, sr.msg)
+		} else {
+			s.writeError(rec, r, refusal)
+		}
+		return
+	}
 	if !cleanPath(r.URL.Path) {
 		// ServeMux would answer with a 307 redirect to the cleaned path, an
 		// HTML body no client of this API expects, and for ".." a route the
