@@ -38,6 +38,7 @@ func (s *Server) FastHTTP() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       s.serveFast,
 		ErrorHandler:                  s.fastError,
+		ExpectHandler:                 s.fastExpect,
 		HeaderReceived:                fastHeaderReceived,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
@@ -47,6 +48,7 @@ func (s *Server) FastHTTP() *fasthttp.Server {
 		MaxRequestBodySize:            int(min(s.maxBody, 1<<30)),
 		ReadBufferSize:                fastReadBufferSize,
 		CloseOnShutdown:               true,
+		SecureErrorLogMessage:         true, // no request bytes in its log lines
 		Logger:                        fastLogger{s.log},
 	}
 }
@@ -185,6 +187,21 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// fastExpect decides on Expect: 100-continue. net/http sends the 100 only
+// when a handler first reads the body, so a request whose declared body is
+// over the limit gets its refusal (413 envelope, or whatever the dispatch
+// answers first) without the client sending the body. fasthttp sends the
+// 100 before the handler runs; for such a request, run the handler here
+// instead (it refuses from Content-Length alone) and send its answer in
+// place of the 100. The connection then closes, as on net/http.
+func (s *Server) fastExpect(ctx *fasthttp.RequestCtx) int {
+	if int64(ctx.Request.Header.ContentLength()) <= s.maxBody {
+		return fasthttp.StatusContinue
+	}
+	s.serveFast(ctx)
+	return ctx.Response.StatusCode()
+}
+
 // fastError answers requests fasthttp could not read with the error
 // envelope, through the same logging and metrics as every other request.
 func (s *Server) fastError(ctx *fasthttp.RequestCtx, err error) {
@@ -203,7 +220,8 @@ func (s *Server) fastError(ctx *fasthttp.RequestCtx, err error) {
 		refusal = &statusRefusal{http.StatusRequestHeaderFieldsTooLarge, "invalid_request_error",
 			fmt.Sprintf("the request line and headers exceed the limit of %d bytes", fastReadBufferSize)}
 	default:
-		refusal = trove.Errorf(trove.EINVALID, "malformed HTTP request: %v", err)
+		// fasthttp's error quotes the request's bytes: not for the client.
+		refusal = trove.Errorf(trove.EINVALID, "malformed HTTP request")
 	}
 	s.serve(&x.w, &x.req, refusal)
 	ctx.SetConnectionClose()
