@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/valyala/fasthttp"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trovehq/trove"
 	"github.com/valyala/fasthttp"
+
+	"github.com/trovehq/trove"
 )
 
 // FastHTTP returns a fasthttp server for the API: the same routes,
@@ -35,11 +36,10 @@ import (
 // disconnects (fasthttp does not watch the connection while the handler
 // runs).
 func (s *Server) FastHTTP() *fasthttp.Server {
-	return &fasthttp.Server{
+	fs := &fasthttp.Server{
 		Handler:                       s.serveFast,
 		ErrorHandler:                  s.fastError,
 		ExpectHandler:                 s.fastExpect,
-		HeaderReceived:                fastHeaderReceived,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: true,
@@ -51,6 +51,15 @@ func (s *Server) FastHTTP() *fasthttp.Server {
 		SecureErrorLogMessage:         true, // no request bytes in its log lines
 		Logger:                        fastLogger{s.log},
 	}
+	fs.HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		// Only with a ReadTimeout: fasthttp resets the deadline before the
+		// next request then, and would not without one.
+		if fs.ReadTimeout <= 0 || h.ContentLength() == 0 || h.ContentLength() == -2 {
+			return fasthttp.RequestConfig{}
+		}
+		return fasthttp.RequestConfig{ReadTimeout: FastBodyReadTimeout}
+	}
+	return fs
 }
 
 // fastReadBufferSize bounds the request line and headers on fasthttp (a
@@ -62,13 +71,6 @@ const fastReadBufferSize = 32 << 10
 // once its headers have on the FastHTTP server (its ReadTimeout, when set,
 // bounds only the headers, like net/http's ReadHeaderTimeout).
 const FastBodyReadTimeout = 5 * time.Minute
-
-func fastHeaderReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if h.ContentLength() == 0 || h.ContentLength() == -2 {
-		return fasthttp.RequestConfig{}
-	}
-	return fasthttp.RequestConfig{ReadTimeout: FastBodyReadTimeout}
-}
 
 // fastLogger sends fasthttp's own log lines (connection errors) to the
 // server's logger at Warn, as serve does with net/http's ErrorLog.
