@@ -207,7 +207,7 @@ func (e *statusRefusal) Error() string { return e.msg }
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, refusal error) {
 	start := time.Now()
 	rid := trove.NewID(trove.PrefixRequest, start)
-	w.Header().Set("request-id", rid)
+	w.Header().Set("Request-Id", rid)
 	rec := &recorder{ResponseWriter: w, route: "unmatched"}
 	defer func() {
 		if v := recover(); v != nil {
@@ -282,8 +282,8 @@ func (s *Server) dispatch(rt *route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			w.Header().Set("anthropic-workspace-id", p.WorkspaceID)
-			if ws := r.Header.Get("anthropic-workspace-id"); ws != "" && ws != p.WorkspaceID {
+			w.Header().Set("Anthropic-Workspace-Id", p.WorkspaceID)
+			if ws := r.Header.Get("Anthropic-Workspace-Id"); ws != "" && ws != p.WorkspaceID {
 				s.writeError(w, r, trove.Errorf(trove.EFORBIDDEN,
 					"anthropic-workspace-id %q does not match the credential's workspace", ws))
 				return
@@ -313,7 +313,7 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 		}
 		secret = strings.TrimSpace(tok)
 	} else {
-		secret = strings.TrimSpace(r.Header.Get("x-api-key"))
+		secret = strings.TrimSpace(r.Header.Get("X-Api-Key"))
 	}
 	if secret == "" {
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "missing credential: send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\"")
@@ -333,7 +333,7 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 // Returns EINVALID otherwise; other betas are ignored.
 func checkBetas(h http.Header) error {
 	var mem, agents bool
-	for _, line := range h.Values("anthropic-beta") {
+	for _, line := range h.Values("Anthropic-Beta") {
 		for v := range strings.SplitSeq(line, ",") {
 			switch strings.TrimSpace(v) {
 			case BetaAgentMemory:
@@ -352,7 +352,7 @@ func checkBetas(h http.Header) error {
 	return nil
 }
 
-func requestIDFrom(w http.ResponseWriter) string { return w.Header().Get("request-id") }
+func requestIDFrom(w http.ResponseWriter) string { return w.Header().Get("Request-Id") }
 
 type jsonBuf struct {
 	buf bytes.Buffer
