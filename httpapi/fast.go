@@ -242,14 +242,14 @@ func (x *fastExchange) build() error {
 	x.w.ctx = ctx
 	r := &x.req
 	r.Method = methodString(h.Method())
-	r.Proto = string(h.Protocol())
-	switch r.Proto {
+	switch p := h.Protocol(); string(p) { // no allocation for the two usual ones
 	case "HTTP/1.1":
-		r.ProtoMajor, r.ProtoMinor = 1, 1
+		r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
 	case "HTTP/1.0":
-		r.ProtoMajor, r.ProtoMinor = 1, 0
+		r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.0", 1, 0
 	default:
 		var ok bool
+		r.Proto = string(p)
 		if r.ProtoMajor, r.ProtoMinor, ok = http.ParseHTTPVersion(r.Proto); !ok {
 			r.ProtoMajor, r.ProtoMinor = 1, 1
 		}
