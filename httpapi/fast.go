@@ -182,6 +182,11 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
 		}
 	}()
 	x.ctx = ctx
+	if ctx.IsOptions() && string(ctx.Request.Header.RequestURI()) == "*" {
+		// The server-wide OPTIONS, which net/http answers itself.
+		ctx.Response.Header.SetContentLength(0)
+		return
+	}
 	if err := x.build(); err != nil {
 		s.serve(&x.w, &x.req, err)
 	} else {
@@ -218,6 +223,9 @@ func (s *Server) fastError(ctx *fasthttp.RequestCtx, err error) {
 		refusal = tooLarge(s.maxBody)
 	case isTimeout(err):
 		refusal = &statusRefusal{http.StatusRequestTimeout, "invalid_request_error", "the request did not arrive in time"}
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding) ||
+		strings.Contains(err.Error(), fasthttp.ErrUnsupportedTransferEncoding.Error()):
+		refusal = &statusRefusal{http.StatusNotImplemented, "invalid_request_error", "unsupported Transfer-Encoding"}
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
 		refusal = &statusRefusal{http.StatusRequestHeaderFieldsTooLarge, "invalid_request_error",
 			fmt.Sprintf("the request line and headers exceed the limit of %d bytes", fastReadBufferSize)}
@@ -257,7 +265,11 @@ func (x *fastExchange) build() error {
 	r.RequestURI = string(h.RequestURI())
 	r.Header = x.reqHdr
 	vals := x.vals[:0]
+	badName := false
 	for k, v := range h.All() {
+		if !validHeaderName(k) {
+			badName = true
+		}
 		key := headerKey(k)
 		if key == "Host" {
 			continue // r.Host, as net/http
@@ -298,8 +310,43 @@ func (x *fastExchange) build() error {
 	} else if u.Host != "" {
 		r.Host = u.Host // absolute-form: the target's host wins
 	}
+	// What net/http refuses before any handler runs and fasthttp lets
+	// through.
+	if r.ProtoMajor != 1 {
+		return &statusRefusal{http.StatusHTTPVersionNotSupported, "invalid_request_error", "unsupported protocol version " + r.Proto}
+	}
+	if badName {
+		return trove.Errorf(trove.EINVALID, "malformed HTTP request: invalid header name")
+	}
 	return nil
 }
+
+// validHeaderName reports whether k is an RFC 9110 token, as net/http
+// requires of header names.
+func validHeaderName(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if c >= 0x80 || !tokenChar[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var tokenChar = func() (t [128]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
 
 // parseRequestURI parses a request target as net/http does
 // (url.ParseRequestURI), into dst for the common origin-form with no
