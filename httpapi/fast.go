@@ -187,11 +187,8 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.SetContentLength(0)
 		return
 	}
-	if err := x.build(); err != nil {
-		s.serve(&x.w, &x.req, err)
-	} else {
-		s.serve(&x.w, &x.req, nil)
-	}
+	s.serve(&x.w, &x.req, x.build())
+	x.w.finish()
 }
 
 // fastExpect decides on Expect: 100-continue. net/http sends the 100 only
@@ -234,6 +231,7 @@ func (s *Server) fastError(ctx *fasthttp.RequestCtx, err error) {
 		refusal = trove.Errorf(trove.EINVALID, "malformed HTTP request")
 	}
 	s.serve(&x.w, &x.req, refusal)
+	x.w.finish()
 	ctx.SetConnectionClose()
 }
 
