@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
@@ -51,46 +53,81 @@ func BenchmarkGetMemory(b *testing.B) {
 				}
 				paths = append(paths, "/v1/memory_stores/"+st.ID+"/memories/"+m.ID)
 			}
-			base, stop := serveTransport(b, tr, httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}), func(string, string) {})
+			base, stop := serveTransport(b, tr, httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}), nil)
 			defer stop()
-			addr := base[len("http://"):]
-			const conc = 16
-			conns := make([]*benchConn, conc)
-			for i := range conns {
-				c, err := net.Dial("tcp", addr)
+			runConcurrent(b, base[len("http://"):], secret, func(i int) string { return paths[i%len(paths)] })
+		})
+	}
+}
+
+// BenchmarkHealthz is the fixed cost of a request: GET /healthz (no
+// database, no credential) at concurrency 16 on each transport, next to a
+// bare fasthttp handler sending the same body ("fasthttp-bare"), the
+// floor of the transport with this client.
+func BenchmarkHealthz(b *testing.B) {
+	for _, tr := range []transport{netHTTP, fastHTTP, "fasthttp-bare"} {
+		b.Run(string(tr), func(b *testing.B) {
+			var base string
+			var stop func()
+			if tr == "fasthttp-bare" {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer c.Close()
-				conns[i] = &benchConn{c: c, br: bufio.NewReaderSize(c, 16<<10), auth: secret}
+				fs := &fasthttp.Server{NoDefaultServerHeader: true, Handler: func(ctx *fasthttp.RequestCtx) {
+					ctx.SetContentType("application/json")
+					ctx.Response.Header.Set("Request-Id", "req_0000000000000000000000")
+					ctx.WriteString(`{"status":"ok"}` + "\n")
+				}}
+				go fs.Serve(ln)
+				base, stop = "http://"+ln.Addr().String(), func() { _ = fs.Shutdown() }
+			} else {
+				base, stop = serveTransport(b, tr, httpapi.NewServer(httpapi.Config{}), nil)
 			}
-			var next sync.Mutex
-			n := 0
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			var wg sync.WaitGroup
-			for _, c := range conns {
-				wg.Go(func() {
-					for {
-						next.Lock()
-						i := n
-						n++
-						next.Unlock()
-						if i >= b.N {
-							return
-						}
-						if err := c.get(paths[i%len(paths)]); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			defer stop()
+			runConcurrent(b, base[len("http://"):], "", func(int) string { return "/healthz" })
 		})
 	}
+}
+
+// runConcurrent sends b.N GETs of path(i) over 16 keep-alive connections
+// and reports cpu-µs/op.
+func runConcurrent(b *testing.B, addr, auth string, path func(i int) string) {
+	const conc = 16
+	conns := make([]*benchConn, conc)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = &benchConn{c: c, br: bufio.NewReaderSize(c, 16<<10), auth: auth}
+	}
+	var next sync.Mutex
+	n := 0
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				i := n
+				n++
+				next.Unlock()
+				if i >= b.N {
+					return
+				}
+				if err := c.get(path(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 func cpuTime() time.Duration {
@@ -109,9 +146,13 @@ type benchConn struct {
 func (bc *benchConn) get(path string) error {
 	r := append(bc.buf[:0], "GET "...)
 	r = append(r, path...)
-	r = append(r, " HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer "...)
-	r = append(r, bc.auth...)
-	r = append(r, "\r\nanthropic-beta: "+httpapi.BetaAgentMemory+"\r\n\r\n"...)
+	r = append(r, " HTTP/1.1\r\nHost: bench\r\n"...)
+	if bc.auth != "" {
+		r = append(r, "Authorization: Bearer "...)
+		r = append(r, bc.auth...)
+		r = append(r, "\r\nanthropic-beta: "+httpapi.BetaAgentMemory+"\r\n"...)
+	}
+	r = append(r, "\r\n"...)
 	bc.buf = r
 	if _, err := bc.c.Write(r); err != nil {
 		return err

@@ -71,17 +71,21 @@ func newEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 	return serveOn(t, tr, db, opts...)
 }
 
-// serveTransport serves h on a loopback listener with tr, calling seen with
-// each request's method and decoded path first, and returns the base URL
-// and the function that stops the server.
+// serveTransport serves h on a loopback listener with tr, calling seen
+// (unless nil) with each request's method and decoded path first, and
+// returns the base URL and the function that stops the server.
 func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(method, path string)) (string, func()) {
 	t.Helper()
 	switch tr {
 	case netHTTP:
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			seen(r.Method, r.URL.Path)
-			h.ServeHTTP(w, r)
-		}))
+		var hh http.Handler = h
+		if seen != nil {
+			hh = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen(r.Method, r.URL.Path)
+				h.ServeHTTP(w, r)
+			})
+		}
+		srv := httptest.NewServer(hh)
 		return srv.URL, srv.Close
 	case fastHTTP:
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -90,14 +94,15 @@ func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(met
 		}
 		fs := h.FastHTTP()
 		fs.ReadTimeout = 10 * time.Second
-		inner := fs.Handler
-		fs.Handler = func(ctx *fasthttp.RequestCtx) {
-			p := string(ctx.Request.Header.RequestURI())
-			if u, err := url.ParseRequestURI(p); err == nil {
-				p = u.Path
+		if inner := fs.Handler; seen != nil {
+			fs.Handler = func(ctx *fasthttp.RequestCtx) {
+				p := string(ctx.Request.Header.RequestURI())
+				if u, err := url.ParseRequestURI(p); err == nil {
+					p = u.Path
+				}
+				seen(string(ctx.Method()), p)
+				inner(ctx)
 			}
-			seen(string(ctx.Method()), p)
-			inner(ctx)
 		}
 		done := make(chan error, 1)
 		go func() { done <- fs.Serve(ln) }()

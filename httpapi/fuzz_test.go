@@ -92,7 +92,7 @@ func FuzzServer(f *testing.F) {
 	h := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc})
 	addrs := map[transport]string{}
 	for _, tr := range transports {
-		u, stop := serveTransport(f, tr, h, func(string, string) {})
+		u, stop := serveTransport(f, tr, h, nil)
 		f.Cleanup(stop)
 		addrs[tr] = strings.TrimPrefix(u, "http://")
 	}
