@@ -260,9 +260,10 @@ func runServe(e *env, c serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.addr, err)
 	}
-	// fasthttp rather than net/http: the same handler at about half the
-	// transport CPU per request (docs/perf/httpapi.md). Its connection
-	// errors go to log at Warn.
+	// fasthttp rather than net/http: the same handler, without net/http's
+	// per-request machinery, a large fixed part of a point read's CPU
+	// (httpapi's BenchmarkGetMemory). Its connection errors go to log at
+	// Warn.
 	srv := handler.FastHTTP()
 	srv.ReadTimeout = 10 * time.Second // the request headers; a body gets httpapi.FastBodyReadTimeout
 	srv.IdleTimeout = 2 * time.Minute
