@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/valyala/fasthttp"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -24,35 +28,103 @@ import (
 
 const testWorkspace = "wrkspc_test"
 
+// transport is how a test env serves the API on its loopback listener.
+type transport string
+
+const (
+	netHTTP  transport = "net-http" // Server as an http.Handler on net/http
+	fastHTTP transport = "fasthttp" // Server.FastHTTP, as trove serve runs it
+)
+
+var transports = []transport{netHTTP, fastHTTP}
+
+// forTransports runs f as one subtest per transport.
+func forTransports(t *testing.T, f func(t *testing.T, tr transport)) {
+	t.Helper()
+	for _, tr := range transports {
+		t.Run(string(tr), func(t *testing.T) { f(t, tr) })
+	}
+}
+
 // testEnv is a real server on loopback over core and SQLite in a temp dir.
 type testEnv struct {
 	t      *testing.T
+	tr     transport
 	url    string
 	key    string
 	keyID  string
 	svc    *core.Service
 	db     storage.Driver
-	srv    *httptest.Server
 	mu     sync.Mutex
 	counts map[string]int // "METHOD /path" → requests seen
 }
 
 type envOption func(*httpapi.Config)
 
-// newEnv serves over SQLite in a temp dir.
-func newEnv(t *testing.T, opts ...envOption) *testEnv {
+// newEnv serves over SQLite in a temp dir on transport tr.
+func newEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
-	return serveOn(t, db, opts...)
+	return serveOn(t, tr, db, opts...)
+}
+
+// serveTransport serves h on a loopback listener with tr, calling seen
+// (unless nil) with each request's method and decoded path first, and
+// returns the base URL and the function that stops the server.
+func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(method, path string)) (string, func()) {
+	t.Helper()
+	switch tr {
+	case netHTTP:
+		var hh http.Handler = h
+		if seen != nil {
+			hh = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen(r.Method, r.URL.Path)
+				h.ServeHTTP(w, r)
+			})
+		}
+		srv := httptest.NewServer(hh)
+		return srv.URL, srv.Close
+	case fastHTTP:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("listen: %v", err)
+		}
+		fs := h.FastHTTP()
+		fs.ReadTimeout = 10 * time.Second
+		if inner := fs.Handler; seen != nil {
+			fs.Handler = func(ctx *fasthttp.RequestCtx) {
+				p := string(ctx.Request.Header.RequestURI())
+				if u, err := url.ParseRequestURI(p); err == nil {
+					p = u.Path
+				}
+				seen(string(ctx.Method()), p)
+				inner(ctx)
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- fs.Serve(ln) }()
+		return "http://" + ln.Addr().String(), func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := fs.ShutdownWithContext(ctx); err != nil {
+				t.Errorf("fasthttp shutdown: %v", err)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("fasthttp Serve: %v", err)
+			}
+		}
+	}
+	t.Fatalf("unknown transport %q", tr)
+	return "", nil
 }
 
 // newPostgresEnv serves over a fresh schema of $TROVE_TEST_POSTGRES,
 // dropped at the end. It skips when the variable is unset and fails when
 // the database is unreachable.
-func newPostgresEnv(t *testing.T, opts ...envOption) *testEnv {
+func newPostgresEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 	t.Helper()
 	url := os.Getenv("TROVE_TEST_POSTGRES")
 	if url == "" {
@@ -64,7 +136,7 @@ func newPostgresEnv(t *testing.T, opts ...envOption) *testEnv {
 	if err != nil {
 		t.Fatalf("postgres.Open(%s): %v", url, err)
 	}
-	e := serveOn(t, db, opts...)
+	e := serveOn(t, tr, db, opts...)
 	// Registered after serveOn's cleanup, so it runs before the pool closes.
 	t.Cleanup(func() {
 		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
@@ -74,7 +146,7 @@ func newPostgresEnv(t *testing.T, opts ...envOption) *testEnv {
 	return e
 }
 
-func serveOn(t *testing.T, db storage.Driver, opts ...envOption) *testEnv {
+func serveOn(t *testing.T, tr transport, db storage.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	svc := core.New(db, core.Options{})
@@ -86,17 +158,15 @@ func serveOn(t *testing.T, db storage.Driver, opts ...envOption) *testEnv {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &testEnv{t: t, key: secret, keyID: k.ID, svc: svc, db: db, counts: map[string]int{}}
-	h := httpapi.NewServer(cfg)
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e := &testEnv{t: t, tr: tr, key: secret, keyID: k.ID, svc: svc, db: db, counts: map[string]int{}}
+	url, stop := serveTransport(t, tr, httpapi.NewServer(cfg), func(method, path string) {
 		e.mu.Lock()
-		e.counts[r.Method+" "+r.URL.Path]++
+		e.counts[method+" "+path]++
 		e.mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	e.url = e.srv.URL
+	})
+	e.url = url
 	t.Cleanup(func() {
-		e.srv.Close()
+		stop()
 		db.Close()
 	})
 	return e

@@ -97,7 +97,7 @@ func (s *Server) writeStatusError(w http.ResponseWriter, status int, typ, msg st
 func (s *Server) sendError(w http.ResponseWriter, status int, retry string, body wireErrorBody) {
 	h := w.Header()
 	if retry != "" {
-		h.Set("x-should-retry", retry)
+		h.Set("X-Should-Retry", retry)
 	}
 	s.writeJSON(w, status, &wireError{Type: "error", Error: body, RequestID: requestIDFrom(w)})
 }

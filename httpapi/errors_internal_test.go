@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/trovehq/trove"
@@ -26,6 +29,28 @@ func (f faultyServices) GetStore(context.Context, string) (*trove.Store, error) 
 func (f faultyServices) ArchiveStore(context.Context, string) (*trove.Store, error) {
 	panic("invariant broken: secret detail")
 }
+func (f faultyServices) DeleteStore(context.Context, string) error { panic(http.ErrAbortHandler) }
+
+// serveLoopback serves s on a loopback listener with net/http ("net-http")
+// or FastHTTP ("fasthttp") and returns its base URL.
+func serveLoopback(t *testing.T, s *Server, transport string) string {
+	t.Helper()
+	if transport == "net-http" {
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.FastHTTP()
+	go fs.Serve(ln)
+	t.Cleanup(func() { _ = fs.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+var internalTransports = []string{"net-http", "fasthttp"}
 
 type allowAll struct{}
 
@@ -50,35 +75,84 @@ func TestInternalAndUnavailableErrors(t *testing.T) {
 		{"ECONFLICT", trove.Errorf(trove.ECONFLICT, "busy"), "GET", "/v1/memory_stores/memstore_x", 409, "conflict_error", "busy", "false"},
 		{"panic", nil, "POST", "/v1/memory_stores/memstore_x/archive", 500, "api_error", internalMessage, ""},
 	}
-	for _, tc := range cases {
-		var logs bytes.Buffer
-		s := NewServer(Config{
-			Services: faultyServices{err: tc.err},
-			Auth:     allowAll{},
-			Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
-		})
-		req := httptest.NewRequest(tc.method, tc.path, nil)
-		req.Header.Set("Authorization", "Bearer k")
-		req.Header.Set("anthropic-beta", BetaAgentMemory)
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		var env wireError
-		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
-			t.Fatalf("%s: body %q: %v", tc.name, rec.Body, err)
-		}
-		if rec.Code != tc.status || env.Error.Type != tc.typ || env.Error.Message != tc.msg || rec.Header().Get("x-should-retry") != tc.shouldRetry {
-			t.Errorf("%s: %d %+v retry=%q, want %d %s %q retry=%q", tc.name, rec.Code, env.Error, rec.Header().Get("x-should-retry"), tc.status, tc.typ, tc.msg, tc.shouldRetry)
-		}
-		if tc.status >= 500 && strings.Contains(rec.Body.String(), "secret detail") {
-			t.Errorf("%s: internal detail leaked: %s", tc.name, rec.Body)
-		}
-		if tc.status >= 500 && tc.status != 503 && !strings.Contains(logs.String(), "secret detail") {
-			t.Errorf("%s: detail not logged:\n%s", tc.name, logs.String())
-		}
-		if env.RequestID == "" || env.RequestID != rec.Header().Get("request-id") {
-			t.Errorf("%s: request id %q vs header %q", tc.name, env.RequestID, rec.Header().Get("request-id"))
+	for _, tr := range internalTransports {
+		for _, tc := range cases {
+			var logs syncBuf
+			s := NewServer(Config{
+				Services: faultyServices{err: tc.err},
+				Auth:     allowAll{},
+				Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+			})
+			req, _ := http.NewRequest(tc.method, serveLoopback(t, s, tr)+tc.path, nil)
+			req.Header.Set("Authorization", "Bearer k")
+			req.Header.Set("anthropic-beta", BetaAgentMemory)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tr, tc.name, err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			var env wireError
+			if err := json.Unmarshal(body, &env); err != nil {
+				t.Fatalf("%s %s: body %q: %v", tr, tc.name, body, err)
+			}
+			if res.StatusCode != tc.status || env.Error.Type != tc.typ || env.Error.Message != tc.msg || res.Header.Get("x-should-retry") != tc.shouldRetry {
+				t.Errorf("%s %s: %d %+v retry=%q, want %d %s %q retry=%q", tr, tc.name, res.StatusCode, env.Error, res.Header.Get("x-should-retry"), tc.status, tc.typ, tc.msg, tc.shouldRetry)
+			}
+			if tc.status >= 500 && strings.Contains(string(body), "secret detail") {
+				t.Errorf("%s %s: internal detail leaked: %s", tr, tc.name, body)
+			}
+			if tc.status >= 500 && tc.status != 503 && !strings.Contains(logs.String(), "secret detail") {
+				t.Errorf("%s %s: detail not logged:\n%s", tr, tc.name, logs.String())
+			}
+			if env.RequestID == "" || env.RequestID != res.Header.Get("request-id") {
+				t.Errorf("%s %s: request id %q vs header %q", tr, tc.name, env.RequestID, res.Header.Get("request-id"))
+			}
 		}
 	}
+}
+
+// TestAbortHandler: a handler panicking with http.ErrAbortHandler drops the
+// connection without a response on both transports, and the server goes on.
+func TestAbortHandler(t *testing.T) {
+	for _, tr := range internalTransports {
+		base := serveLoopback(t, NewServer(Config{Services: faultyServices{}, Auth: allowAll{}}), tr)
+		req, _ := http.NewRequest("DELETE", base+"/v1/memory_stores/memstore_x", nil)
+		req.Header.Set("Authorization", "Bearer k")
+		req.Header.Set("anthropic-beta", BetaAgentMemory)
+		res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err == nil {
+			res.Body.Close()
+			t.Errorf("%s: aborted request answered %d", tr, res.StatusCode)
+		}
+		res, err = http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatalf("%s: healthz after the abort: %v", tr, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%s: healthz after the abort: %d", tr, res.StatusCode)
+		}
+	}
+}
+
+// syncBuf is a goroutine-safe log sink: the server logs from its own
+// goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestHealthz(t *testing.T) {

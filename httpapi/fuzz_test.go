@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -88,84 +90,134 @@ func FuzzServer(f *testing.F) {
 	}
 	ids := seed(f)
 	h := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc})
+	addrs := map[transport]string{}
+	for _, tr := range transports {
+		u, stop := serveTransport(f, tr, h, nil)
+		f.Cleanup(stop)
+		addrs[tr] = strings.TrimPrefix(u, "http://")
+	}
 
 	f.Fuzz(func(t *testing.T, method, route uint8, suffix, query string, body []byte, hdr uint8) {
 		if len(body) > 64<<10 || len(suffix)+len(query) > 8<<10 {
 			return // keep each input fast; size limits have their own tests
 		}
-		tmpl := fuzzRoutes[int(route)%len(fuzzRoutes)]
-		path := ids.Replace(tmpl) + suffix
-		if hdr&0x80 != 0 {
-			path = strings.NewReplacer("{store}", suffix, "{mem}", suffix, "{ver}", suffix, "{sess}", suffix).Replace(tmpl)
-		}
-		target := path
-		if query != "" {
-			target += "?" + query
-		}
-		var raw bytes.Buffer
-		fmt.Fprintf(&raw, "%s %s HTTP/1.1\r\nHost: trove.test\r\n", fuzzMethods[int(method)%len(fuzzMethods)], target)
-		key := secret
-		if hdr&0x10 != 0 {
-			key = "sk-trove-wrong"
-		}
-		if hdr&0x08 != 0 {
-			fmt.Fprintf(&raw, "x-api-key: %s\r\n", key)
-		} else {
-			fmt.Fprintf(&raw, "Authorization: Bearer %s\r\n", key)
-		}
-		switch hdr & 0x07 {
-		case 0:
-			fmt.Fprintf(&raw, "anthropic-beta: %s\r\n", httpapi.BetaAgentMemory)
-		case 1:
-			fmt.Fprintf(&raw, "anthropic-beta: %s\r\n", httpapi.BetaManagedAgents)
-		case 2:
-			fmt.Fprintf(&raw, "anthropic-beta: %s,%s\r\n", httpapi.BetaAgentMemory, httpapi.BetaManagedAgents)
-		case 3: // none
-		case 4:
-			fmt.Fprintf(&raw, "anthropic-beta: other-beta, %s\r\n", httpapi.BetaAgentMemory)
-		case 5:
-			fmt.Fprintf(&raw, "anthropic-beta: other-beta\r\nanthropic-beta: %s\r\n", httpapi.BetaManagedAgents)
-		case 6:
-			raw.WriteString("anthropic-beta: \r\n")
-		case 7:
-			fmt.Fprintf(&raw, "anthropic-beta: %s\r\nanthropic-beta: %s\r\n", httpapi.BetaAgentMemory, httpapi.BetaAgentMemory)
-		}
-		if hdr&0x20 != 0 {
-			raw.WriteString("anthropic-workspace-id: wrkspc_other\r\n")
-		}
-		if hdr&0x40 == 0 {
-			raw.WriteString("Content-Type: application/json\r\n")
-		}
-		fmt.Fprintf(&raw, "Content-Length: %d\r\n\r\n", len(body))
-		raw.Write(body)
-		req, err := http.ReadRequest(bufio.NewReader(&raw))
-		if err != nil {
-			return // net/http refuses it before any handler runs
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		checkFuzzResponse(t, req, rec)
-		// A successful destructive call leaves the seeded objects deleted,
-		// archived, ended or redacted: start the next input on fresh ones
-		// so that it still reaches the handlers' success paths.
-		if rec.Code == http.StatusOK && (req.Method == "DELETE" || strings.HasSuffix(req.URL.Path, "/archive") ||
-			strings.HasSuffix(req.URL.Path, "/end") || strings.HasSuffix(req.URL.Path, "/redact")) {
-			ids = seed(t)
+		// Each input goes to one server on each transport in turn, built
+		// on the seeded IDs of the moment.
+		for _, tr := range transports {
+			raw := fuzzRequest(ids, method, route, suffix, query, body, hdr, secret)
+			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+			if err != nil {
+				return // net/http refuses it before any handler runs
+			}
+			res, b := fuzzSend(t, addrs[tr], raw, req)
+			if tr == netHTTP && res.StatusCode == http.StatusBadRequest && res.Header.Get("request-id") == "" {
+				return // net/http's own refusal of a request ReadRequest accepts (server-side checks)
+			}
+			checkFuzzResponse(t, tr, req, res, b)
+			// A successful destructive call leaves the seeded objects
+			// deleted, archived, ended or redacted: start the next request
+			// on fresh ones so that it still reaches the handlers' success
+			// paths.
+			if res.StatusCode == http.StatusOK && (req.Method == "DELETE" || strings.HasSuffix(req.URL.Path, "/archive") ||
+				strings.HasSuffix(req.URL.Path, "/end") || strings.HasSuffix(req.URL.Path, "/redact")) {
+				ids = seed(t)
+			}
 		}
 	})
 }
 
-func checkFuzzResponse(t *testing.T, req *http.Request, rec *httptest.ResponseRecorder) {
+// fuzzRequest builds FuzzServer's raw request from its inputs.
+func fuzzRequest(ids *strings.Replacer, method, route uint8, suffix, query string, body []byte, hdr uint8, secret string) []byte {
+	tmpl := fuzzRoutes[int(route)%len(fuzzRoutes)]
+	path := ids.Replace(tmpl) + suffix
+	if hdr&0x80 != 0 {
+		path = strings.NewReplacer("{store}", suffix, "{mem}", suffix, "{ver}", suffix, "{sess}", suffix).Replace(tmpl)
+	}
+	target := path
+	if query != "" {
+		target += "?" + query
+	}
+	var raw bytes.Buffer
+	fmt.Fprintf(&raw, "%s %s HTTP/1.1\r\nHost: trove.test\r\n", fuzzMethods[int(method)%len(fuzzMethods)], target)
+	key := secret
+	if hdr&0x10 != 0 {
+		key = "sk-trove-wrong"
+	}
+	if hdr&0x08 != 0 {
+		fmt.Fprintf(&raw, "x-api-key: %s\r\n", key)
+	} else {
+		fmt.Fprintf(&raw, "Authorization: Bearer %s\r\n", key)
+	}
+	switch hdr & 0x07 {
+	case 0:
+		fmt.Fprintf(&raw, "anthropic-beta: %s\r\n", httpapi.BetaAgentMemory)
+	case 1:
+		fmt.Fprintf(&raw, "anthropic-beta: %s\r\n", httpapi.BetaManagedAgents)
+	case 2:
+		fmt.Fprintf(&raw, "anthropic-beta: %s,%s\r\n", httpapi.BetaAgentMemory, httpapi.BetaManagedAgents)
+	case 3: // none
+	case 4:
+		fmt.Fprintf(&raw, "anthropic-beta: other-beta, %s\r\n", httpapi.BetaAgentMemory)
+	case 5:
+		fmt.Fprintf(&raw, "anthropic-beta: other-beta\r\nanthropic-beta: %s\r\n", httpapi.BetaManagedAgents)
+	case 6:
+		raw.WriteString("anthropic-beta: \r\n")
+	case 7:
+		fmt.Fprintf(&raw, "anthropic-beta: %s\r\nanthropic-beta: %s\r\n", httpapi.BetaAgentMemory, httpapi.BetaAgentMemory)
+	}
+	if hdr&0x20 != 0 {
+		raw.WriteString("anthropic-workspace-id: wrkspc_other\r\n")
+	}
+	if hdr&0x40 == 0 {
+		raw.WriteString("Content-Type: application/json\r\n")
+	}
+	fmt.Fprintf(&raw, "Content-Length: %d\r\n\r\n", len(body))
+	raw.Write(body)
+	return raw.Bytes()
+}
+
+// fuzzSend sends raw on a new loopback connection to addr and reads the
+// response to req.
+func fuzzSend(t *testing.T, addr string, raw []byte, req *http.Request) (*http.Response, []byte) {
 	t.Helper()
-	res := rec.Result()
-	b := rec.Body.Bytes()
-	where := fmt.Sprintf("%s %s", req.Method, req.URL.RequestURI())
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(raw); err != nil {
+		t.Fatalf("%s %s: writing: %v", req.Method, req.URL.RequestURI(), err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		t.Fatalf("%s %s: reading the response: %v", req.Method, req.URL.RequestURI(), err)
+	}
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL.RequestURI(), err)
+	}
+	return res, b
+}
+
+func checkFuzzResponse(t *testing.T, tr transport, req *http.Request, res *http.Response, b []byte) {
+	t.Helper()
+	where := fmt.Sprintf("%s: %s %s", tr, req.Method, req.URL.RequestURI())
 	if res.StatusCode >= 500 {
 		t.Fatalf("%s: status %d: %s", where, res.StatusCode, b)
 	}
 	rid := res.Header.Get("request-id")
 	if !strings.HasPrefix(rid, "req_") {
 		t.Fatalf("%s: request-id header %q", where, rid)
+	}
+	if req.Method == "HEAD" { // no body on the wire
+		if got := res.Header.Get("x-should-retry"); res.StatusCode >= 400 && got != "false" {
+			t.Fatalf("%s: status %d with x-should-retry %q", where, res.StatusCode, got)
+		}
+		if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("%s: status %d with Content-Type %q", where, res.StatusCode, ct)
+		}
+		return
 	}
 	if res.StatusCode == http.StatusOK {
 		if ct := res.Header.Get("Content-Type"); ct != "application/json" {

@@ -20,102 +20,106 @@ import (
 
 // TestSDKErrorTypes reads back the error types the tests above do not.
 func TestSDKErrorTypes(t *testing.T) {
-	e := newEnv(t, func(c *httpapi.Config) { c.MaxBodyBytes = 64 << 10 })
-	ctx := context.Background()
+	forTransports(t, func(t *testing.T, tr transport) {
+		e := newEnv(t, tr, func(c *httpapi.Config) { c.MaxBodyBytes = 64 << 10 })
+		ctx := context.Background()
 
-	bad := e.sdk(option.WithAPIKey("trove_sk_wrong"))
-	c := e.sdk()
-	_, err := bad.Beta.MemoryStores.List(ctx, anthropic.BetaMemoryStoreListParams{})
-	wantAPIError(t, err, 401, "authentication_error")
+		bad := e.sdk(option.WithAPIKey("trove_sk_wrong"))
+		c := e.sdk()
+		_, err := bad.Beta.MemoryStores.List(ctx, anthropic.BetaMemoryStoreListParams{})
+		wantAPIError(t, err, 401, "authentication_error")
 
-	_, err = c.Beta.MemoryStores.List(ctx, anthropic.BetaMemoryStoreListParams{WorkspaceID: anthropic.String("wrkspc_011CZkZaBF1tNoB5wlCeusgy")})
-	apierr := wantAPIError(t, err, 403, "permission_error")
-	if apierr.WorkspaceID != testWorkspace {
-		t.Errorf("apierr.WorkspaceID = %q, want the credential's %q", apierr.WorkspaceID, testWorkspace)
-	}
+		_, err = c.Beta.MemoryStores.List(ctx, anthropic.BetaMemoryStoreListParams{WorkspaceID: anthropic.String("wrkspc_011CZkZaBF1tNoB5wlCeusgy")})
+		apierr := wantAPIError(t, err, 403, "permission_error")
+		if apierr.WorkspaceID != testWorkspace {
+			t.Errorf("apierr.WorkspaceID = %q, want the credential's %q", apierr.WorkspaceID, testWorkspace)
+		}
 
-	st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "E", Betas: []anthropic.AnthropicBeta{"computer-use-2024-10-22"}})
-	if err != nil {
-		t.Fatalf("extra beta: %v", err)
-	}
-	_, err = c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/big", Content: anthropic.String(strings.Repeat("é", 40<<10))})
-	wantAPIError(t, err, 413, "request_too_large")
+		st, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "E", Betas: []anthropic.AnthropicBeta{"computer-use-2024-10-22"}})
+		if err != nil {
+			t.Fatalf("extra beta: %v", err)
+		}
+		_, err = c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/big", Content: anthropic.String(strings.Repeat("é", 40<<10))})
+		wantAPIError(t, err, 413, "request_too_large")
 
-	// Both memory betas at once: 400.
-	_, err = c.Beta.MemoryStores.Get(ctx, st.ID, anthropic.BetaMemoryStoreGetParams{Betas: []anthropic.AnthropicBeta{httpapi.BetaManagedAgents}})
-	wantAPIError(t, err, 400, "invalid_request_error")
+		// Both memory betas at once: 400.
+		_, err = c.Beta.MemoryStores.Get(ctx, st.ID, anthropic.BetaMemoryStoreGetParams{Betas: []anthropic.AnthropicBeta{httpapi.BetaManagedAgents}})
+		wantAPIError(t, err, 400, "invalid_request_error")
+	})
 }
 
 // TestSDKAutoPaging walks more than 1,000 memories through ListAutoPaging.
 func TestSDKAutoPaging(t *testing.T) {
-	e := newEnv(t)
-	ctx := e.ctx()
-	st, err := e.svc.CreateStore(ctx, trove.CreateStoreParams{Name: "Many"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 1050
-	var want []string
-	for i := range n {
-		want = append(want, fmt.Sprintf("/dir%d/m%04d.md", i%3, i))
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	work := make(chan string)
-	for range 16 {
-		wg.Go(func() {
-			for p := range work {
-				if _, err := e.svc.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: p, Content: p}); err != nil {
-					errs <- err
+	forTransports(t, func(t *testing.T, tr transport) {
+		e := newEnv(t, tr)
+		ctx := e.ctx()
+		st, err := e.svc.CreateStore(ctx, trove.CreateStoreParams{Name: "Many"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 1050
+		var want []string
+		for i := range n {
+			want = append(want, fmt.Sprintf("/dir%d/m%04d.md", i%3, i))
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		work := make(chan string)
+		for range 16 {
+			wg.Go(func() {
+				for p := range work {
+					if _, err := e.svc.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: p, Content: p}); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		for _, p := range want {
+			work <- p
+		}
+		close(work)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+
+		c := e.sdk()
+		for _, tc := range []struct {
+			name  string
+			limit int64
+			view  anthropic.BetaManagedAgentsMemoryView
+		}{{"limit 100", 100, ""}, {"default limit", 0, ""}, {"full view", 100, anthropic.BetaManagedAgentsMemoryViewFull}} {
+			var got []string
+			p := anthropic.BetaMemoryStoreMemoryListParams{View: tc.view}
+			if tc.limit > 0 {
+				p.Limit = anthropic.Int(tc.limit)
+			}
+			before := e.count("GET", "/v1/memory_stores/"+st.ID+"/memories")
+			it := c.Beta.MemoryStores.Memories.ListAutoPaging(context.Background(), st.ID, p)
+			for it.Next() {
+				m := it.Current()
+				got = append(got, m.Path)
+				if tc.view == anthropic.BetaManagedAgentsMemoryViewFull && m.Content != m.Path {
+					t.Fatalf("%s: %s content %q", tc.name, m.Path, m.Content)
 				}
 			}
-		})
-	}
-	for _, p := range want {
-		work <- p
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	slices.Sort(want)
-
-	c := e.sdk()
-	for _, tc := range []struct {
-		name  string
-		limit int64
-		view  anthropic.BetaManagedAgentsMemoryView
-	}{{"limit 100", 100, ""}, {"default limit", 0, ""}, {"full view", 100, anthropic.BetaManagedAgentsMemoryViewFull}} {
-		var got []string
-		p := anthropic.BetaMemoryStoreMemoryListParams{View: tc.view}
-		if tc.limit > 0 {
-			p.Limit = anthropic.Int(tc.limit)
-		}
-		before := e.count("GET", "/v1/memory_stores/"+st.ID+"/memories")
-		it := c.Beta.MemoryStores.Memories.ListAutoPaging(context.Background(), st.ID, p)
-		for it.Next() {
-			m := it.Current()
-			got = append(got, m.Path)
-			if tc.view == anthropic.BetaManagedAgentsMemoryViewFull && m.Content != m.Path {
-				t.Fatalf("%s: %s content %q", tc.name, m.Path, m.Content)
+			if err := it.Err(); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: paths (-want +got):\n%s", tc.name, diff)
+			}
+			pageSize := 20
+			if tc.limit == 100 && tc.view == "" {
+				pageSize = 100
+			}
+			if reqs, max := e.count("GET", "/v1/memory_stores/"+st.ID+"/memories")-before, n/pageSize+2; reqs > max {
+				t.Errorf("%s: %d page requests, want at most %d", tc.name, reqs, max)
 			}
 		}
-		if err := it.Err(); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s: paths (-want +got):\n%s", tc.name, diff)
-		}
-		pageSize := 20
-		if tc.limit == 100 && tc.view == "" {
-			pageSize = 100
-		}
-		if reqs, max := e.count("GET", "/v1/memory_stores/"+st.ID+"/memories")-before, n/pageSize+2; reqs > max {
-			t.Errorf("%s: %d page requests, want at most %d", tc.name, reqs, max)
-		}
-	}
+	})
 }
 
 // TestConcurrentPreconditionUpdates has 16 writers race on one memory with
@@ -123,7 +127,7 @@ func TestSDKAutoPaging(t *testing.T) {
 // versions chain without a lost update, and the final content is the last
 // acknowledged write.
 func TestConcurrentPreconditionUpdates(t *testing.T) {
-	testConcurrentPreconditionUpdates(t, newEnv(t))
+	forTransports(t, func(t *testing.T, tr transport) { testConcurrentPreconditionUpdates(t, newEnv(t, tr)) })
 }
 
 func testConcurrentPreconditionUpdates(t *testing.T, e *testEnv) {
@@ -226,25 +230,27 @@ func testConcurrentPreconditionUpdates(t *testing.T, e *testEnv) {
 // TestDatabaseGone: once the database is closed under the server, calls are
 // 503 api_error with x-should-retry: true, and /healthz says so.
 func TestDatabaseGone(t *testing.T) {
-	var e *testEnv
-	e = newEnv(t, func(c *httpapi.Config) {
-		c.Health = func(ctx context.Context) error {
-			_, err := e.svc.ListStores(e.ctx(), trove.ListStoresParams{Limit: 1})
-			return err
+	forTransports(t, func(t *testing.T, tr transport) {
+		var e *testEnv
+		e = newEnv(t, tr, func(c *httpapi.Config) {
+			c.Health = func(ctx context.Context) error {
+				_, err := e.svc.ListStores(e.ctx(), trove.ListStoresParams{Limit: 1})
+				return err
+			}
+		})
+		if r := e.do(t, rawReq{method: "GET", path: "/healthz"}); r.status != 200 {
+			t.Fatalf("healthz before: %d %s", r.status, r.body)
+		}
+		if err := e.db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r := e.do(t, rawReq{method: "GET", path: "/v1/memory_stores/memstore_x"})
+		checkEnvelope(t, "closed database", r, 503, "api_error")
+		if r.header.Get("x-should-retry") != "true" {
+			t.Errorf("x-should-retry = %q, want true", r.header.Get("x-should-retry"))
+		}
+		if r := e.do(t, rawReq{method: "GET", path: "/healthz"}); r.status != 503 {
+			t.Errorf("healthz after close: %d %s", r.status, r.body)
 		}
 	})
-	if r := e.do(t, rawReq{method: "GET", path: "/healthz"}); r.status != 200 {
-		t.Fatalf("healthz before: %d %s", r.status, r.body)
-	}
-	if err := e.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r := e.do(t, rawReq{method: "GET", path: "/v1/memory_stores/memstore_x"})
-	checkEnvelope(t, "closed database", r, 503, "api_error")
-	if r.header.Get("x-should-retry") != "true" {
-		t.Errorf("x-should-retry = %q, want true", r.header.Get("x-should-retry"))
-	}
-	if r := e.do(t, rawReq{method: "GET", path: "/healthz"}); r.status != 503 {
-		t.Errorf("healthz after close: %d %s", r.status, r.body)
-	}
 }

@@ -48,7 +48,9 @@ func rawKeys(t *testing.T, raw string) map[string]json.RawMessage {
 	return m
 }
 
-func TestSDKStores(t *testing.T) { testSDKStores(t, newEnv(t)) }
+func TestSDKStores(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr transport) { testSDKStores(t, newEnv(t, tr)) })
+}
 
 func testSDKStores(t *testing.T, e *testEnv) {
 	c := e.sdk()
@@ -234,7 +236,9 @@ func storeIDs(s []anthropic.BetaManagedAgentsMemoryStore) []string {
 	return out
 }
 
-func TestSDKMemories(t *testing.T) { testSDKMemories(t, newEnv(t)) }
+func TestSDKMemories(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr transport) { testSDKMemories(t, newEnv(t, tr)) })
+}
 
 func testSDKMemories(t *testing.T, e *testEnv) {
 	c := e.sdk()
@@ -405,7 +409,9 @@ func testSDKMemories(t *testing.T, e *testEnv) {
 	}
 }
 
-func TestSDKVersions(t *testing.T) { testSDKVersions(t, newEnv(t)) }
+func TestSDKVersions(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr transport) { testSDKVersions(t, newEnv(t, tr)) })
+}
 
 func testSDKVersions(t *testing.T, e *testEnv) {
 	c := e.sdk()
@@ -526,6 +532,8 @@ func TestSDKOnPostgres(t *testing.T) {
 		"stores": testSDKStores, "memories": testSDKMemories, "versions": testSDKVersions,
 		"concurrent preconditions": testConcurrentPreconditionUpdates,
 	} {
-		t.Run(name, func(t *testing.T) { f(t, newPostgresEnv(t)) })
+		t.Run(name, func(t *testing.T) {
+			forTransports(t, func(t *testing.T, tr transport) { f(t, newPostgresEnv(t, tr)) })
+		})
 	}
 }

@@ -189,10 +189,25 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // ServeHTTP gives every response a request-id header, routes the request,
 // and records its log line and metrics.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r, nil) }
+
+// statusRefusal is a transport's refusal with no trove code (431), sent
+// with writeStatusError.
+type statusRefusal struct {
+	status   int
+	typ, msg string
+}
+
+func (e *statusRefusal) Error() string { return e.msg }
+
+// serve is ServeHTTP for every transport. A non-nil refusal is a request
+// the transport could not read (FastHTTP's malformed requests): it is sent
+// as the error envelope, with the request-id, log line and metrics of any
+// other response.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, refusal error) {
 	start := time.Now()
 	rid := trove.NewID(trove.PrefixRequest, start)
-	w.Header().Set("request-id", rid)
+	w.Header().Set("Request-Id", rid)
 	rec := &recorder{ResponseWriter: w, route: "unmatched"}
 	defer func() {
 		if v := recover(); v != nil {
@@ -212,6 +227,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.Int("status", rec.status),
 			slog.Duration("duration", d))
 	}()
+	if refusal != nil {
+		if sr, ok := refusal.(*statusRefusal); ok {
+			s.writeStatusError(rec, sr.status, sr.typ, sr.msg)
+		} else {
+			s.writeError(rec, r, refusal)
+		}
+		return
+	}
 	if !cleanPath(r.URL.Path) {
 		// ServeMux would answer with a 307 redirect to the cleaned path, an
 		// HTML body no client of this API expects, and for ".." a route the
@@ -259,8 +282,8 @@ func (s *Server) dispatch(rt *route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			w.Header().Set("anthropic-workspace-id", p.WorkspaceID)
-			if ws := r.Header.Get("anthropic-workspace-id"); ws != "" && ws != p.WorkspaceID {
+			w.Header().Set("Anthropic-Workspace-Id", p.WorkspaceID)
+			if ws := r.Header.Get("Anthropic-Workspace-Id"); ws != "" && ws != p.WorkspaceID {
 				s.writeError(w, r, trove.Errorf(trove.EFORBIDDEN,
 					"anthropic-workspace-id %q does not match the credential's workspace", ws))
 				return
@@ -290,7 +313,7 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 		}
 		secret = strings.TrimSpace(tok)
 	} else {
-		secret = strings.TrimSpace(r.Header.Get("x-api-key"))
+		secret = strings.TrimSpace(r.Header.Get("X-Api-Key"))
 	}
 	if secret == "" {
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "missing credential: send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\"")
@@ -310,7 +333,7 @@ func (s *Server) authenticate(r *http.Request) (*trove.Principal, error) {
 // Returns EINVALID otherwise; other betas are ignored.
 func checkBetas(h http.Header) error {
 	var mem, agents bool
-	for _, line := range h.Values("anthropic-beta") {
+	for _, line := range h.Values("Anthropic-Beta") {
 		for v := range strings.SplitSeq(line, ",") {
 			switch strings.TrimSpace(v) {
 			case BetaAgentMemory:
@@ -329,7 +352,7 @@ func checkBetas(h http.Header) error {
 	return nil
 }
 
-func requestIDFrom(w http.ResponseWriter) string { return w.Header().Get("request-id") }
+func requestIDFrom(w http.ResponseWriter) string { return w.Header().Get("Request-Id") }
 
 type jsonBuf struct {
 	buf bytes.Buffer

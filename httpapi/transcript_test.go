@@ -64,87 +64,89 @@ func (n *normalizer) apply(s string) string {
 // compares every normalized response with testdata/guide.json (go test
 // -run Transcript -update rewrites it).
 func TestWireTranscript(t *testing.T) {
-	e := newEnv(t)
-	norm := &normalizer{ids: map[string]string{}}
-	vars := map[string]string{}
-	steps := []struct {
-		method, path, body string
-		capture            map[string]string // var → JSON key of the response
-	}{
-		{"POST", "/v1/memory_stores", `{"name":"User Preferences","description":"Per-user preferences and project context."}`, map[string]string{"store": "id"}},
-		{"POST", "/v1/memory_stores/{store}/memories", `{"path":"/formatting_standards.md","content":"All reports use GAAP formatting. Dates are ISO-8601..."}`, nil},
-		{"POST", "/v1/memory_stores/{store}/memories", `{"path":"/preferences/formatting.md","content":"Always use tabs, not spaces."}`, map[string]string{"mem": "id", "v1": "memory_version_id"}},
-		{"GET", "/v1/memory_stores/{store}/memories?path_prefix=/", "", nil},
-		{"GET", "/v1/memory_stores/{store}/memories?depth=1&limit=1", "", nil},
-		{"GET", "/v1/memory_stores/{store}/memories/{mem}", "", nil},
-		{"POST", "/v1/memory_stores/{store}/memories/{mem}", `{"path":"/archive/2026_q1_formatting.md"}`, nil},
-		{"POST", "/v1/memory_stores/{store}/memories/{mem}?view=full", `{"content":"CORRECTED: Always use 2-space indentation.","precondition":{"type":"content_sha256","content_sha256":"` + sha("Always use tabs, not spaces.") + `"}}`, nil},
-		{"POST", "/v1/memory_stores/{store}/memories/{mem}", `{"content":"stale","precondition":{"type":"content_sha256","content_sha256":"` + sha("Always use tabs, not spaces.") + `"}}`, nil},
-		{"POST", "/v1/memory_stores/{store}/memories", `{"path":"/archive","content":"x"}`, nil},
-		{"DELETE", "/v1/memory_stores/{store}/memories/{mem}", "", nil},
-		{"GET", "/v1/memory_stores/{store}/memory_versions?memory_id={mem}", "", nil},
-		{"GET", "/v1/memory_stores/{store}/memory_versions/{v1}", "", nil},
-		{"POST", "/v1/memory_stores/{store}/memory_versions/{v1}/redact", "", nil},
-		{"GET", "/v1/memory_stores?include_archived=true", "", nil},
-		{"POST", "/v1/memory_stores/{store}/archive", "", nil},
-		{"POST", "/v1/memory_stores/{store}", `{"name":"renamed"}`, nil},
-		{"GET", "/v1/memory_stores/{store}/nothing", "", nil},
-		{"DELETE", "/v1/memory_stores/{store}", "", nil},
-	}
-	var got []exchange
-	for _, st := range steps {
-		path, body := st.path, st.body
-		for k, v := range vars {
-			path = strings.ReplaceAll(path, "{"+k+"}", v)
+	forTransports(t, func(t *testing.T, tr transport) {
+		e := newEnv(t, tr)
+		norm := &normalizer{ids: map[string]string{}}
+		vars := map[string]string{}
+		steps := []struct {
+			method, path, body string
+			capture            map[string]string // var → JSON key of the response
+		}{
+			{"POST", "/v1/memory_stores", `{"name":"User Preferences","description":"Per-user preferences and project context."}`, map[string]string{"store": "id"}},
+			{"POST", "/v1/memory_stores/{store}/memories", `{"path":"/formatting_standards.md","content":"All reports use GAAP formatting. Dates are ISO-8601..."}`, nil},
+			{"POST", "/v1/memory_stores/{store}/memories", `{"path":"/preferences/formatting.md","content":"Always use tabs, not spaces."}`, map[string]string{"mem": "id", "v1": "memory_version_id"}},
+			{"GET", "/v1/memory_stores/{store}/memories?path_prefix=/", "", nil},
+			{"GET", "/v1/memory_stores/{store}/memories?depth=1&limit=1", "", nil},
+			{"GET", "/v1/memory_stores/{store}/memories/{mem}", "", nil},
+			{"POST", "/v1/memory_stores/{store}/memories/{mem}", `{"path":"/archive/2026_q1_formatting.md"}`, nil},
+			{"POST", "/v1/memory_stores/{store}/memories/{mem}?view=full", `{"content":"CORRECTED: Always use 2-space indentation.","precondition":{"type":"content_sha256","content_sha256":"` + sha("Always use tabs, not spaces.") + `"}}`, nil},
+			{"POST", "/v1/memory_stores/{store}/memories/{mem}", `{"content":"stale","precondition":{"type":"content_sha256","content_sha256":"` + sha("Always use tabs, not spaces.") + `"}}`, nil},
+			{"POST", "/v1/memory_stores/{store}/memories", `{"path":"/archive","content":"x"}`, nil},
+			{"DELETE", "/v1/memory_stores/{store}/memories/{mem}", "", nil},
+			{"GET", "/v1/memory_stores/{store}/memory_versions?memory_id={mem}", "", nil},
+			{"GET", "/v1/memory_stores/{store}/memory_versions/{v1}", "", nil},
+			{"POST", "/v1/memory_stores/{store}/memory_versions/{v1}/redact", "", nil},
+			{"GET", "/v1/memory_stores?include_archived=true", "", nil},
+			{"POST", "/v1/memory_stores/{store}/archive", "", nil},
+			{"POST", "/v1/memory_stores/{store}", `{"name":"renamed"}`, nil},
+			{"GET", "/v1/memory_stores/{store}/nothing", "", nil},
+			{"DELETE", "/v1/memory_stores/{store}", "", nil},
 		}
-		res := e.do(t, rawReq{method: st.method, path: path, body: body})
-		var x exchange
-		x.Request.Method = st.method
-		x.Request.Path = norm.apply(path)
-		if body != "" {
-			x.Request.Body = json.RawMessage(norm.apply(body))
-		}
-		x.Response.Status = res.status
-		x.Response.ShouldRetry = res.header.Get("x-should-retry")
-		x.Response.Body = json.RawMessage(norm.apply(string(bytes.TrimSpace(res.body))))
-		got = append(got, x)
-		if st.capture != nil {
-			var m map[string]any
-			if err := json.Unmarshal(res.body, &m); err != nil {
-				t.Fatalf("%s %s: %v: %s", st.method, path, err, res.body)
+		var got []exchange
+		for _, st := range steps {
+			path, body := st.path, st.body
+			for k, v := range vars {
+				path = strings.ReplaceAll(path, "{"+k+"}", v)
 			}
-			for k, key := range st.capture {
-				vars[k], _ = m[key].(string)
+			res := e.do(t, rawReq{method: st.method, path: path, body: body})
+			var x exchange
+			x.Request.Method = st.method
+			x.Request.Path = norm.apply(path)
+			if body != "" {
+				x.Request.Body = json.RawMessage(norm.apply(body))
+			}
+			x.Response.Status = res.status
+			x.Response.ShouldRetry = res.header.Get("x-should-retry")
+			x.Response.Body = json.RawMessage(norm.apply(string(bytes.TrimSpace(res.body))))
+			got = append(got, x)
+			if st.capture != nil {
+				var m map[string]any
+				if err := json.Unmarshal(res.body, &m); err != nil {
+					t.Fatalf("%s %s: %v: %s", st.method, path, err, res.body)
+				}
+				for k, key := range st.capture {
+					vars[k], _ = m[key].(string)
+				}
 			}
 		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(got); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.Bytes()
-	golden := filepath.Join("testdata", "guide.json")
-	if *update {
-		if err := os.WriteFile(golden, out, 0o644); err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(got); err != nil {
 			t.Fatal(err)
 		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	var wantX, gotX []exchange
-	if err := json.Unmarshal(want, &wantX); err != nil {
-		t.Fatal(err)
-	}
-	_ = json.Unmarshal(out, &gotX)
-	if diff := cmp.Diff(canon(t, wantX), canon(t, gotX)); diff != "" {
-		t.Errorf("wire transcript differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
-	}
+		out := buf.Bytes()
+		golden := filepath.Join("testdata", "guide.json")
+		if *update {
+			if err := os.WriteFile(golden, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		var wantX, gotX []exchange
+		if err := json.Unmarshal(want, &wantX); err != nil {
+			t.Fatal(err)
+		}
+		_ = json.Unmarshal(out, &gotX)
+		if diff := cmp.Diff(canon(t, wantX), canon(t, gotX)); diff != "" {
+			t.Errorf("wire transcript differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
+		}
+	})
 }
 
 // canon re-indents the raw bodies so formatting does not matter.

@@ -385,9 +385,9 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc})}
+	srv := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}).FastHTTP() // as trove serve
 	go srv.Serve(ln)
-	defer srv.Close()
+	defer srv.Shutdown()
 	addr := ln.Addr().String()
 	maxC := slices.Max(concs)
 
