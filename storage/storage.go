@@ -27,6 +27,15 @@ import (
 type Driver interface {
 	// Read runs fn in a read-only transaction that sees one consistent
 	// snapshot.
+	//
+	// fn may be run more than once: a driver may start it without a
+	// transaction (a lone statement is its own snapshot, so a point read
+	// needs no BEGIN and ROLLBACK) and, when fn issues a second statement,
+	// abandon that run by unwinding fn with a panic of its own (fn's
+	// deferred calls run) and run fn again inside a transaction. So fn must
+	// only compute its result, assigning rather than accumulating what it
+	// returns, and must not recover panics; only the last run's result
+	// counts.
 	Read(ctx context.Context, fn func(Tx) error) error
 	// Write runs fn in a read-write transaction and returns nil only after
 	// the changes fn made are durable (on disk, survive kill -9).

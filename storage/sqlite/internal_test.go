@@ -683,3 +683,54 @@ func TestOptimisticGroupRerun(t *testing.T) {
 			storeExists(t, db, ok1.ID), storeExists(t, db, ok2.ID), storeExists(t, db, bad.ID), storeExists(t, db, lone.ID))
 	}
 }
+
+// A Read whose fn runs one statement runs it once, with no transaction; at
+// a second statement the run is abandoned and fn runs again, once, in a
+// transaction, whose statements all see one snapshot. A panic of fn's own
+// still reaches the caller, after a lone statement as in a transaction.
+func TestReadRunsALoneStatementWithoutTransaction(t *testing.T) {
+	db := openInternal(t, Options{ReadConns: 1})
+	ctx := context.Background()
+	s := newStore(1)
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		statements int
+		wantRuns   int
+	}{{0, 1}, {1, 1}, {2, 2}, {5, 2}} {
+		runs := 0
+		err := db.Read(ctx, func(tx storage.Tx) error {
+			runs++
+			for range c.statements {
+				if _, err := tx.StoreGet(ctx, "wrkspc_t", s.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || runs != c.wantRuns {
+			t.Errorf("Read of %d statements: fn ran %d times (err %v), want %d", c.statements, runs, err, c.wantRuns)
+		}
+	}
+	for _, statements := range []int{1, 2} {
+		func() {
+			defer func() {
+				if p := recover(); p != "boom" {
+					t.Errorf("panic after %d statements = %v, want fn's own", statements, p)
+				}
+			}()
+			_ = db.Read(ctx, func(tx storage.Tx) error {
+				for range statements {
+					if _, err := tx.StoreGet(ctx, "wrkspc_t", s.ID); err != nil {
+						return err
+					}
+				}
+				panic("boom")
+			})
+		}()
+	}
+	if !storeExists(t, db, s.ID) {
+		t.Error("the read connection is unusable after panics")
+	}
+}

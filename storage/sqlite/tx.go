@@ -28,7 +28,16 @@ type tx struct {
 	// transaction): Write uses context.WithoutCancel.
 	ctxOf func(context.Context) context.Context
 	ended atomic.Bool
+	// lone is set for a Read's first run, on a connection with no
+	// transaction open: its first statement runs alone (autocommit, one
+	// snapshot); a second one unwinds fn (panic rerunInTx) so that Read runs
+	// it again inside BEGIN … ROLLBACK. ran records the first.
+	lone, ran bool
 }
+
+// rerunInTx is the panic value with which a Tx in lone mode stops fn at its
+// second statement (see DB.Read).
+type rerunInTx struct{}
 
 var _ storage.Tx = (*tx)(nil)
 
@@ -45,6 +54,12 @@ func (t *tx) check(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
+	}
+	if t.lone {
+		if t.ran {
+			panic(rerunInTx{})
+		}
+		t.ran = true
 	}
 	return nil
 }

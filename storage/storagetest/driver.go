@@ -1495,15 +1495,21 @@ func drvTestConcurrentWrites(t *testing.T, d storage.Driver) {
 func drvTestReadSnapshot(t *testing.T, d storage.Driver) {
 	s := drvInsertStore(t, d, drvNewStore("wrkspc_a", drvAt(0)))
 	drvInsertMemory(t, d, s.ID, "/first", "1", drvAt(1))
+	runs := 0
 	drvRead(t, d, func(ctx context.Context, tx storage.Tx) error {
+		// fn may run more than once (storage.Driver.Read); every run
+		// commits a memory of its own between its two statements, and
+		// the last run's statements must agree.
+		runs++
 		before, err := tx.MemoryCount(ctx, s.ID)
 		if err != nil {
 			t.Fatalf("MemoryCount: %v", err)
 		}
 		// A Write commits while this Read is open; a Read must not block it.
+		path := fmt.Sprintf("/second-%d", runs)
 		done := make(chan error, 1)
 		go func() {
-			m, v := drvNewMemory(s.ID, "/second", "2", drvAt(2))
+			m, v := drvNewMemory(s.ID, path, "2", drvAt(1+runs))
 			done <- d.Write(ctx, func(tx storage.Tx) error {
 				if err := tx.MemoryInsert(ctx, m); err != nil {
 					return err
@@ -1526,14 +1532,14 @@ func drvTestReadSnapshot(t *testing.T, d storage.Driver) {
 		if after != before {
 			t.Errorf("MemoryCount changed from %d to %d inside one Read: not a snapshot", before, after)
 		}
-		if _, err := tx.MemoryGetByPath(ctx, s.ID, "/second", false); trove.ErrorCode(err) != trove.ENOTFOUND {
+		if _, err := tx.MemoryGetByPath(ctx, s.ID, path, false); trove.ErrorCode(err) != trove.ENOTFOUND {
 			t.Errorf("a Read saw a memory committed after it started (err %v)", err)
 		}
 		return nil
 	})
 	drvRead(t, d, func(ctx context.Context, tx storage.Tx) error {
-		if n, err := tx.MemoryCount(ctx, s.ID); err != nil || n != 2 {
-			t.Errorf("MemoryCount in a new Read = %d, %v; want 2", n, err)
+		if n, err := tx.MemoryCount(ctx, s.ID); err != nil || n != 1+runs {
+			t.Errorf("MemoryCount in a new Read = %d, %v; want %d (the first memory and one per run)", n, err, 1+runs)
 		}
 		return nil
 	})
