@@ -1,16 +1,12 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -30,25 +26,8 @@ var requestIDRE = regexp.MustCompile(`req_[0-9A-Za-z]+`)
 // sendRaw writes raw to a new connection to addr and reads one response.
 func sendRaw(t *testing.T, addr, raw string) wireResponse {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
 	method, _, _ := strings.Cut(raw, " ")
-	res, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("reading the response to %q: %v", raw[:min(len(raw), 80)], err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("reading the body: %v", err)
-	}
+	res, b := rawExchange(t, addr, []byte(raw), method)
 	w := wireResponse{Status: res.StatusCode, Header: map[string]string{}, Body: requestIDRE.ReplaceAllString(string(b), "req_X")}
 	for k, vs := range res.Header {
 		v := strings.Join(vs, ", ")
