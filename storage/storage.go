@@ -34,8 +34,8 @@ type Driver interface {
 	// abandon that run by unwinding fn with a panic of its own (fn's
 	// deferred calls run) and run fn again inside a transaction. So fn must
 	// only compute its result, assigning rather than accumulating what it
-	// returns, and must not recover panics; only the last run's result
-	// counts.
+	// returns, must use the Tx on its own goroutine only, and must not
+	// recover panics; only the last run's result counts.
 	Read(ctx context.Context, fn func(Tx) error) error
 	// Write runs fn in a read-write transaction and returns nil only after
 	// the changes fn made are durable (on disk, survive kill -9).
