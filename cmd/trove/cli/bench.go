@@ -45,9 +45,12 @@ directory) at each concurrency, next to raw SQLite rates measured in the same
 run (sqlite.RawBaseline): one durable update+version-insert transaction per
 write, and a point read.
 
-Each round measures the raw baseline and then the HTTP API; with several
-rounds every figure is the median round's, and "range" gives the lowest and
-highest ratio over the rounds (the machine is noisy: read the ratios).
+The raw baseline is measured right before and right after each create,
+update and get measurement, and the ratio is taken against the mean of the
+two, so that a change in the machine's load during a round moves both
+sides. With several rounds every figure is the median round's, and "range"
+gives the lowest and highest ratio over the rounds (the machine is noisy:
+read the ratios).
 
 The load generator runs in the same process and shares the CPU with the
 server; cpu/op is the whole process's CPU time (user+system) per operation
@@ -146,6 +149,31 @@ type benchResult struct {
 	// cpu is the CPU time (user+system) the whole process used during the
 	// measurement, server and load generator together.
 	cpu time.Duration
+	// base holds the raw baseline measured right before and right after
+	// this measurement (writes for create and update, reads for get), so
+	// that a change in the machine's load between the two sides shows up
+	// in both.
+	base []benchResult
+}
+
+// vsBase returns this result's rate over the mean rate of its baseline and
+// the baseline's mean CPU per operation over this result's (0, 0 without a
+// baseline).
+func (r benchResult) vsBase() (rate, cpu float64) {
+	if len(r.base) == 0 {
+		return 0, 0
+	}
+	var rates, cpus float64
+	for _, b := range r.base {
+		rates += b.rate()
+		cpus += float64(b.cpuPerOp())
+	}
+	n := float64(len(r.base))
+	rate = r.rate() / (rates / n)
+	if r.cpu > 0 {
+		cpu = cpus / n / float64(r.cpuPerOp())
+	}
+	return rate, cpu
 }
 
 // cpuPerOp is the process CPU time per operation.
@@ -217,44 +245,67 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	ratios := map[benchKey][]float64{}
 	cpuRatios := map[benchKey][]float64{}
 	for round := range cfg.rounds {
-		rawRound := map[int][2]benchResult{}
-		for _, c := range cfg.concs {
-			d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-raw-c%d", round, c))
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				return err
-			}
-			w, r, err := rawBench(ctx, d, c, cfg.n)
-			if err != nil {
-				return fmt.Errorf("raw baseline: %w", err)
-			}
-			rawW[c] = append(rawW[c], w)
-			rawR[c] = append(rawR[c], r)
-			rawRound[c] = [2]benchResult{w, r}
-		}
-		for _, cl := range cfg.clients {
-			for _, cache := range cfg.authCaches {
-				d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-http-%s-%s", round, strings.ReplaceAll(cl, "/", ""), cache))
-				rs, err := httpBench(ctx, d, cfg.n, cfg.concs, cache, cl)
-				if err != nil {
-					return err
+		// The raw baseline of this round, one database per concurrency,
+		// measured around every HTTP measurement it is compared with.
+		raws := map[int]*sqlite.Raw{}
+		baseline := func(kind string, c int) (benchResult, error) {
+			raw := raws[c]
+			if raw == nil {
+				d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-raw-c%d", round, c))
+				if err := os.MkdirAll(d, 0o700); err != nil {
+					return benchResult{}, err
 				}
-				for _, r := range rs {
-					k := benchKey{r.op, r.conc, cache, cl}
-					if round == 0 {
-						keys = append(keys, k)
+				var err error
+				if raw, err = sqlite.OpenRaw(ctx, d, c); err != nil {
+					return benchResult{}, fmt.Errorf("raw baseline: %w", err)
+				}
+				raws[c] = raw
+			}
+			f, name, into := raw.Reads, "raw read", rawR
+			if kind == "write" {
+				f, name, into = raw.Writes, "raw write", rawW
+			}
+			cpu0 := processCPU()
+			d, err := f(ctx, cfg.n)
+			if err != nil {
+				return benchResult{}, fmt.Errorf("raw baseline: %w", err)
+			}
+			r := benchResult{op: name, conc: c, n: cfg.n, elapsed: d, cpu: processCPU() - cpu0}
+			into[c] = append(into[c], r)
+			return r, nil
+		}
+		err := func() error {
+			defer func() {
+				for _, raw := range raws {
+					raw.Close()
+				}
+			}()
+			for _, cl := range cfg.clients {
+				for _, cache := range cfg.authCaches {
+					d := filepath.Join(cfg.dir, fmt.Sprintf("r%d-http-%s-%s", round, strings.ReplaceAll(cl, "/", ""), cache))
+					rs, err := httpBench(ctx, d, cfg.n, cfg.concs, cache, cl, baseline)
+					if err != nil {
+						return err
 					}
-					results[k] = append(results[k], r)
-					switch raw := rawRound[r.conc]; r.op {
-					case "create", "update":
-						ratios[k] = append(ratios[k], r.rate()/raw[0].rate())
-					case "get":
-						ratios[k] = append(ratios[k], r.rate()/raw[1].rate())
-						if r.cpu > 0 {
-							cpuRatios[k] = append(cpuRatios[k], float64(raw[1].cpuPerOp())/float64(r.cpuPerOp()))
+					for _, r := range rs {
+						k := benchKey{r.op, r.conc, cache, cl}
+						if round == 0 {
+							keys = append(keys, k)
+						}
+						results[k] = append(results[k], r)
+						if rate, cpu := r.vsBase(); rate > 0 {
+							ratios[k] = append(ratios[k], rate)
+							if r.op == "get" && cpu > 0 {
+								cpuRatios[k] = append(cpuRatios[k], cpu)
+							}
 						}
 					}
 				}
 			}
+			return nil
+		}()
+		if err != nil {
+			return err
 		}
 	}
 
@@ -308,26 +359,6 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	return tw.Flush()
 }
 
-// rawBench measures the raw baseline (sqlite.Raw) at concurrency c: n
-// writes, then n point reads.
-func rawBench(ctx context.Context, dir string, c, n int) (w, r benchResult, err error) {
-	raw, err := sqlite.OpenRaw(ctx, dir, c)
-	if err != nil {
-		return w, r, err
-	}
-	defer raw.Close()
-	timed := func(name string, f func(context.Context, int) (time.Duration, error)) (benchResult, error) {
-		cpu0 := processCPU()
-		d, err := f(ctx, n)
-		return benchResult{op: name, conc: c, n: n, elapsed: d, cpu: processCPU() - cpu0}, err
-	}
-	if w, err = timed("raw write", raw.Writes); err != nil {
-		return w, r, err
-	}
-	r, err = timed("raw read", raw.Reads)
-	return w, r, err
-}
-
 // medianResult is the median of rs by rate (the upper one for an even
 // count); its latencies and CPU are shown with it.
 func medianResult(rs []benchResult) benchResult {
@@ -367,7 +398,12 @@ func scaled(xs []float64, f float64) []float64 {
 
 // httpBench measures the API on a loopback server over core and SQLite,
 // driven by the load generator client (clientLean or clientNetHTTP).
-func httpBench(ctx context.Context, dir string, n int, concs []int, authCache time.Duration, client string) ([]benchResult, error) {
+//
+// baseline measures the raw baseline ("write" or "read") at a concurrency;
+// it runs right before and right after each create, update and get
+// measurement, whose base it becomes.
+func httpBench(ctx context.Context, dir string, n int, concs []int, authCache time.Duration, client string,
+	baseline func(kind string, conc int) (benchResult, error)) ([]benchResult, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -521,6 +557,10 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 			}
 			return err
 		}
+		w0, err := baseline("write", c)
+		if err != nil {
+			return nil, err
+		}
 		create := measure("create", c, n, func(g, i int) error {
 			id, err := callID(g, "POST", mems, createBodies[i])
 			ids[i] = id
@@ -529,6 +569,10 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 		if firstErr != nil {
 			return nil, firstErr
 		}
+		w1, err := baseline("write", c)
+		if err != nil {
+			return nil, err
+		}
 		for i, id := range ids {
 			memPaths[i] = mems + "/" + id
 		}
@@ -536,15 +580,28 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 		update := measure("update", c, n, func(g, i int) error {
 			return fail(call(g, "POST", memPaths[i], updateBodies[i], nil))
 		})
+		w2, err := baseline("write", c)
+		if err != nil {
+			return nil, err
+		}
+		r0, err := baseline("read", c)
+		if err != nil {
+			return nil, err
+		}
 		get := measure("get", c, n, func(g, i int) error {
 			return fail(call(g, "GET", memPaths[(i*7919)%n], nil, nil))
 		})
+		r1, err := baseline("read", c)
+		if err != nil {
+			return nil, err
+		}
 		list := measure("list", c, n, func(g, i int) error {
 			return fail(call(g, "GET", listPaths[i%c], nil, nil))
 		})
 		if firstErr != nil {
 			return nil, firstErr
 		}
+		create.base, update.base, get.base = []benchResult{w0, w1}, []benchResult{w1, w2}, []benchResult{r0, r1}
 		results = append(results, create, update, get, list)
 	}
 	return results, nil
