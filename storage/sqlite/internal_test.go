@@ -734,3 +734,113 @@ func TestReadRunsALoneStatementWithoutTransaction(t *testing.T) {
 		t.Error("the read connection is unusable after panics")
 	}
 }
+
+// StoreLock reads a store once per group, but what a Write of the same
+// group sees is always the transaction's current state: a store changed by
+// an earlier Write of the group, or restored by that Write's rollback, or
+// asked for from another workspace.
+func TestStoreLockWithinAGroup(t *testing.T) {
+	db := openInternal(t, Options{})
+	ctx := context.Background()
+	s := newStore(1)
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	errFail := errors.New("fail")
+	archived := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	// Each step is one Write; all of them queue behind a blocked committer
+	// and run as one group, in this order.
+	type seen struct {
+		name     string
+		archived bool
+		err      error
+	}
+	var got []seen
+	lock := func(name, ws string) func(storage.Tx) error {
+		return func(tx storage.Tx) error {
+			st, err := tx.StoreLock(ctx, ws, s.ID)
+			got = append(got, seen{name, err == nil && st.ArchivedAt != nil, err})
+			if err == nil {
+				st.Name = "mutated by the caller" // must not reach the cache
+			}
+			return nil
+		}
+	}
+	steps := []func(storage.Tx) error{
+		lock("first", "wrkspc_t"),
+		lock("other workspace", "wrkspc_other"),
+		func(tx storage.Tx) error { // archive, then fail: rolled back
+			st, err := tx.StoreLock(ctx, "wrkspc_t", s.ID)
+			if err != nil {
+				return err
+			}
+			st.ArchivedAt = &archived
+			if err := tx.StoreUpdate(ctx, st); err != nil {
+				return err
+			}
+			if _, err := tx.StoreLock(ctx, "wrkspc_t", s.ID); err != nil { // the archived state, read inside this Write
+				return err
+			}
+			return errFail
+		},
+		lock("after a rolled-back archive", "wrkspc_t"),
+		func(tx storage.Tx) error { // archive for good
+			st, err := tx.StoreLock(ctx, "wrkspc_t", s.ID)
+			if err != nil {
+				return err
+			}
+			if st.Name != s.Name {
+				return fmt.Errorf("StoreLock returned name %q, want %q", st.Name, s.Name)
+			}
+			st.ArchivedAt = &archived
+			return tx.StoreUpdate(ctx, st)
+		},
+		lock("after an archive", "wrkspc_t"),
+	}
+	release, wait := blockCommitter(t, db)
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, fn := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Write(ctx, fn)
+		}()
+		waitQueued(t, db, i+1)
+	}
+	b0, _ := db.Stats()
+	release()
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if b, _ := db.Stats(); b-b0 != 1 {
+		t.Fatalf("the steps took %d groups, want 1", b-b0)
+	}
+	for i, err := range errs {
+		if want := error(nil); i == 2 {
+			if !errors.Is(err, errFail) {
+				t.Errorf("step %d: %v, want %v", i, err, errFail)
+			}
+		} else if err != want {
+			t.Errorf("step %d: %v", i, err)
+		}
+	}
+	// The optimistic run stopped at the failing step and the group ran
+	// again with savepoints: the last run is what counts.
+	got = got[len(got)-4:]
+	want := []seen{
+		{"first", false, nil},
+		{"other workspace", false, nil},
+		{"after a rolled-back archive", false, nil},
+		{"after an archive", true, nil},
+	}
+	for i := range want {
+		if got[i].name != want[i].name || got[i].archived != want[i].archived || (got[i].err == nil) != (want[i].name != "other workspace") {
+			t.Errorf("%s: archived %v, err %v", got[i].name, got[i].archived, got[i].err)
+		}
+	}
+	if trove.ErrorCode(got[1].err) != trove.ENOTFOUND {
+		t.Errorf("StoreLock from another workspace = %v, want ENOTFOUND", got[1].err)
+	}
+}

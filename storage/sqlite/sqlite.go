@@ -84,6 +84,12 @@ type DB struct {
 	mu      sync.RWMutex // guards closed and sends on reqs
 	close   sync.Once
 
+	// locked caches, for the committer only, the stores StoreLock read in
+	// the current group. It is emptied when a group begins (between groups
+	// another process may change a store), when a Write changes a store,
+	// and when a Write fails (its changes are rolled back, or the group is).
+	locked map[string]trove.Store
+
 	// needMigrate is set while the schema is older than the driver's.
 	needMigrate atomic.Bool
 	// lastFailed is set when a fn of the last group failed (committer
@@ -125,11 +131,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, trove.Errorf(trove.EINVALID, "sqlite: bad database path %q", path)
 	}
 	db := &DB{
-		path: abs,
-		log:  opts.Logger,
-		max:  opts.MaxBatch,
-		reqs: make(chan *writeReq, 1024),
-		done: make(chan struct{}),
+		path:   abs,
+		log:    opts.Logger,
+		max:    opts.MaxBatch,
+		reqs:   make(chan *writeReq, 1024),
+		locked: map[string]trove.Store{},
+		done:   make(chan struct{}),
 	}
 	if db.log == nil {
 		db.log = slog.Default()
@@ -539,13 +546,14 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 			r.err = ctxError(err)
 			continue
 		}
-		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, locked: db.locked}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err == nil {
 			ran++
 			continue
 		}
+		clear(db.locked) // the group is rolled back
 		if _, err := c.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 			db.log.Debug("sqlite: rollback of an optimistic group", "err", err)
 		}
@@ -577,6 +585,7 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 // group. When that fails, every request of the group gets the error and it
 // returns false.
 func (db *DB) beginGroup(batch []*writeReq) bool {
+	clear(db.locked)
 	if _, err := db.execW("BEGIN IMMEDIATE"); err != nil {
 		err = translate(err)
 		for _, r := range batch {
@@ -609,11 +618,12 @@ func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 			db.abort(batch, translate(err))
 			return fnFailed
 		}
-		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, locked: db.locked}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err != nil {
 			fnFailed = true
+			clear(db.locked) // fn's changes are rolled back
 			// ROLLBACK TO keeps the savepoint open; RELEASE pops it. If the
 			// transaction itself is gone (SQLite rolls it back on some
 			// errors), ROLLBACK TO fails and the whole group must fail.
@@ -656,6 +666,7 @@ func (db *DB) execW(query string) (sql.Result, error) {
 // abort rolls back the group's transaction and fails every request that has
 // not failed on its own: none of the group's changes were committed.
 func (db *DB) abort(batch []*writeReq, err error) {
+	clear(db.locked)
 	if _, rerr := db.wconn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
 		db.log.Debug("sqlite: rollback after a failed group", "err", rerr)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,9 @@ type tx struct {
 	// snapshot); a second one unwinds fn (panic rerunInTx) so that Read runs
 	// it again inside BEGIN … ROLLBACK. ran records the first.
 	lone, ran bool
+	// locked, set in Writes only, is the committer's cache of the stores
+	// StoreLock read in the current group (see DB.locked).
+	locked map[string]trove.Store
 }
 
 // rerunInTx is the panic value with which a Tx in lone mode stops fn at its
@@ -340,6 +344,7 @@ func metadataJSON(m map[string]string) (string, error) {
 
 // StoreInsert inserts a new store.
 func (t *tx) StoreInsert(ctx context.Context, s *trove.Store) error {
+	t.storeChanged()
 	meta, err := metadataJSON(s.Metadata)
 	if err != nil {
 		return err
@@ -361,14 +366,49 @@ func (t *tx) StoreGet(ctx context.Context, workspaceID, id string) (*trove.Store
 }
 
 // StoreLock is StoreGet: a SQLite write transaction already holds the
-// database's only write lock, so every StoreLock is serialized.
+// database's only write lock, so every StoreLock is serialized. Within one
+// group commit it reads each store once: while the group's transaction
+// holds the write lock only this transaction can change a store, and every
+// change or rollback drops what was read (DB.locked).
 func (t *tx) StoreLock(ctx context.Context, workspaceID, id string) (*trove.Store, error) {
-	return t.StoreGet(ctx, workspaceID, id)
+	if t.locked == nil {
+		return t.StoreGet(ctx, workspaceID, id)
+	}
+	if st, ok := t.locked[id]; ok {
+		if err := t.check(ctx); err != nil {
+			return nil, err
+		}
+		if st.WorkspaceID != workspaceID {
+			return nil, notFound("memory store", id)
+		}
+		return cloneStore(&st), nil
+	}
+	st, err := t.StoreGet(ctx, workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	t.locked[id] = *cloneStore(st)
+	return st, nil
 }
+
+// cloneStore returns a copy of s that shares no map or pointer with it.
+func cloneStore(s *trove.Store) *trove.Store {
+	c := *s
+	c.Metadata = maps.Clone(s.Metadata)
+	if s.ArchivedAt != nil {
+		at := *s.ArchivedAt
+		c.ArchivedAt = &at
+	}
+	return &c
+}
+
+// storeChanged drops the stores StoreLock read: one is about to change.
+func (t *tx) storeChanged() { clear(t.locked) }
 
 // StoreUpdate replaces name, description, metadata, updated_at and
 // archived_at of s.ID; ENOTFOUND if there is no such store.
 func (t *tx) StoreUpdate(ctx context.Context, s *trove.Store) error {
+	t.storeChanged()
 	meta, err := metadataJSON(s.Metadata)
 	if err != nil {
 		return err
@@ -408,6 +448,7 @@ func (t *tx) StoreList(ctx context.Context, p storage.StoreListParams) ([]trove.
 // StoreDelete deletes a store with all its memories and versions; ENOTFOUND
 // if there is no such store. Sessions that attached it keep their snapshot.
 func (t *tx) StoreDelete(ctx context.Context, id string) error {
+	t.storeChanged()
 	if _, err := t.exec(ctx, `DELETE FROM versions WHERE store_id = ?`, id); err != nil {
 		return err
 	}
