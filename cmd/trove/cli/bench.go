@@ -40,9 +40,10 @@ func newBenchCmd(e *env) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the HTTP API next to raw SQLite on this machine",
 		Long: `Measure create, update, get and list throughput and latency through the
-HTTP API (a real loopback server over core and SQLite in a temporary
-directory) at each concurrency, next to raw SQLite rates measured in the same
-run (sqlite.RawBaseline): one durable update+version-insert transaction per
+HTTP API (a real loopback server, on the transport trove serve uses, over
+core and SQLite in a temporary directory) at each concurrency, next to raw
+SQLite rates measured in the same run (sqlite.Raw): one durable
+update+version-insert transaction per
 write, and a point read.
 
 The raw baseline is measured right before and right after each create,
