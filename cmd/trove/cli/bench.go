@@ -43,8 +43,7 @@ func newBenchCmd(e *env) *cobra.Command {
 HTTP API (a real loopback server, on the transport trove serve uses, over
 core and SQLite in a temporary directory) at each concurrency, next to raw
 SQLite rates measured in the same run (sqlite.Raw): one durable
-update+version-insert transaction per
-write, and a point read.
+update+version-insert transaction per write, and a point read.
 
 The raw baseline is measured right before and right after each create,
 update and get measurement, and the ratio is taken against the mean of the
