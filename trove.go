@@ -11,6 +11,7 @@ package trove
 
 import (
 	"context"
+	"maps"
 	"time"
 )
 
@@ -107,6 +108,21 @@ type Store struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time  // changes on name/description/metadata change and on archive only
 	ArchivedAt  *time.Time // nil until archived; archiving is one-way
+}
+
+// Clone returns a copy of s that shares no map or pointer with it; its
+// Metadata is never nil.
+func (s *Store) Clone() *Store {
+	c := *s
+	c.Metadata = maps.Clone(s.Metadata)
+	if c.Metadata == nil {
+		c.Metadata = map[string]string{}
+	}
+	if s.ArchivedAt != nil {
+		at := *s.ArchivedAt
+		c.ArchivedAt = &at
+	}
+	return &c
 }
 
 // Memory is the current state of one path in a store.

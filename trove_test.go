@@ -152,3 +152,21 @@ func TestActorIDRoundTrip(t *testing.T) {
 		t.Errorf("unknown type: ID() = %q, %v", id, ok)
 	}
 }
+
+// Store.Clone shares nothing with the original and never has nil Metadata.
+func TestStoreClone(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := &Store{ID: "memstore_1", Name: "n", Metadata: map[string]string{"k": "v"}, ArchivedAt: &at}
+	c := s.Clone()
+	if c == s || c.ID != s.ID || c.Name != s.Name || c.Metadata["k"] != "v" || !c.ArchivedAt.Equal(at) {
+		t.Fatalf("Clone = %+v, want a copy of %+v", c, s)
+	}
+	c.Metadata["k"] = "changed"
+	*c.ArchivedAt = at.Add(time.Hour)
+	if s.Metadata["k"] != "v" || !s.ArchivedAt.Equal(at) {
+		t.Errorf("changing the clone changed the original: %v %v", s.Metadata, s.ArchivedAt)
+	}
+	if m := (&Store{}).Clone().Metadata; m == nil {
+		t.Error("Clone of a store with nil Metadata has nil Metadata")
+	}
+}

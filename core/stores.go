@@ -56,7 +56,7 @@ func (s *Service) CreateStore(ctx context.Context, p trove.CreateStoreParams) (*
 	if err != nil {
 		return nil, err
 	}
-	return cloneStore(out), nil
+	return out.Clone(), nil
 }
 
 // GetStore returns a store of the caller's workspace, archived ones too.
@@ -147,7 +147,7 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, p trove.Updat
 	if err != nil {
 		return nil, err
 	}
-	return cloneStore(out), nil
+	return out.Clone(), nil
 }
 
 // ListStores lists the workspace's stores newest first (created_at, then
@@ -267,7 +267,7 @@ func (s *Service) ArchiveStore(ctx context.Context, storeID string) (*trove.Stor
 	if err != nil {
 		return nil, err
 	}
-	return cloneStore(out), nil
+	return out.Clone(), nil
 }
 
 // DeleteStore deletes a store with all its memories and versions; archived
@@ -332,18 +332,4 @@ func normStore(st *trove.Store) *trove.Store {
 		st.Metadata = map[string]string{}
 	}
 	return st
-}
-
-// cloneStore returns a copy that shares nothing with st.
-func cloneStore(st *trove.Store) *trove.Store {
-	c := *st
-	c.Metadata = maps.Clone(st.Metadata)
-	if c.Metadata == nil {
-		c.Metadata = map[string]string{}
-	}
-	if st.ArchivedAt != nil {
-		t := *st.ArchivedAt
-		c.ArchivedAt = &t
-	}
-	return &c
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -381,25 +380,14 @@ func (t *tx) StoreLock(ctx context.Context, workspaceID, id string) (*trove.Stor
 		if st.WorkspaceID != workspaceID {
 			return nil, notFound("memory store", id)
 		}
-		return cloneStore(&st), nil
+		return st.Clone(), nil
 	}
 	st, err := t.StoreGet(ctx, workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
-	t.locked[id] = *cloneStore(st)
+	t.locked[id] = *st.Clone()
 	return st, nil
-}
-
-// cloneStore returns a copy of s that shares no map or pointer with it.
-func cloneStore(s *trove.Store) *trove.Store {
-	c := *s
-	c.Metadata = maps.Clone(s.Metadata)
-	if s.ArchivedAt != nil {
-		at := *s.ArchivedAt
-		c.ArchivedAt = &at
-	}
-	return &c
 }
 
 // storeChanged drops the stores StoreLock read: one is about to change.
