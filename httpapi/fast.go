@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/trovehq/trove"
 )
@@ -220,8 +221,7 @@ func (s *Server) fastError(ctx *fasthttp.RequestCtx, err error) {
 		refusal = tooLarge(s.maxBody)
 	case isTimeout(err):
 		refusal = &statusRefusal{http.StatusRequestTimeout, "invalid_request_error", "the request did not arrive in time"}
-	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding) ||
-		strings.Contains(err.Error(), fasthttp.ErrUnsupportedTransferEncoding.Error()):
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
 		refusal = &statusRefusal{http.StatusNotImplemented, "invalid_request_error", "unsupported Transfer-Encoding"}
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
 		refusal = &statusRefusal{http.StatusRequestHeaderFieldsTooLarge, "invalid_request_error",
@@ -265,10 +265,12 @@ func (x *fastExchange) build() error {
 	vals := x.vals[:0]
 	badName := false
 	for k, v := range h.All() {
-		if !validHeaderName(k) {
+		key := headerKey(k)
+		// Canonicalizing changes only letters' case (and leaves a name
+		// with invalid bytes as it is), so the key is checked for k.
+		if !httpguts.ValidHeaderFieldName(key) {
 			badName = true
 		}
-		key := headerKey(k)
 		if key == "Host" {
 			continue // r.Host, as net/http
 		}
@@ -318,33 +320,6 @@ func (x *fastExchange) build() error {
 	}
 	return nil
 }
-
-// validHeaderName reports whether k is an RFC 9110 token, as net/http
-// requires of header names.
-func validHeaderName(k []byte) bool {
-	if len(k) == 0 {
-		return false
-	}
-	for _, c := range k {
-		if c >= 0x80 || !tokenChar[c] {
-			return false
-		}
-	}
-	return true
-}
-
-var tokenChar = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // parseRequestURI parses a request target as net/http does
 // (url.ParseRequestURI), into dst for the common origin-form with no
