@@ -28,6 +28,7 @@ var forbidden = map[string][]string{
 	"vfs/...":              {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"fusefs/...":           {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"mcpserver/...":        {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
+	"internal/loadgen":     {"/..."},
 }
 
 func TestDependencyDirections(t *testing.T) {

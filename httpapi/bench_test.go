@@ -1,16 +1,13 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
@@ -91,34 +89,35 @@ func BenchmarkHealthz(b *testing.B) {
 }
 
 // runConcurrent sends b.N GETs of path(i) over 16 keep-alive connections
-// and reports cpu-µs/op.
+// (auth, when set, as the bearer credential of memory-store calls), each
+// answered 200, and reports cpu-µs/op.
 func runConcurrent(b *testing.B, addr, auth string, path func(i int) string) {
 	const conc = 16
-	conns := make([]*benchConn, conc)
-	for i := range conns {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = &benchConn{c: c, br: bufio.NewReaderSize(c, 16<<10), auth: auth}
+	header := ""
+	if auth != "" {
+		header = "Authorization: Bearer " + auth + "\r\nanthropic-beta: " + httpapi.BetaAgentMemory + "\r\n"
 	}
-	var next sync.Mutex
-	n := 0
+	conns := make([]*loadgen.Conn, conc)
+	for i := range conns {
+		conns[i] = &loadgen.Conn{Addr: addr, Header: header}
+		defer conns[i].Close()
+	}
+	var next atomic.Int64
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := loadgen.ProcessCPU()
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Go(func() {
 			for {
-				next.Lock()
-				i := n
-				n++
-				next.Unlock()
+				i := int(next.Add(1)) - 1
 				if i >= b.N {
 					return
 				}
-				if err := c.get(path(i)); err != nil {
+				status, body, err := c.Do("GET", path(i), nil)
+				if err == nil && status != 200 {
+					err = fmt.Errorf("GET %s: %d %s", path(i), status, body)
+				}
+				if err != nil {
 					b.Error(err)
 					return
 				}
@@ -127,63 +126,5 @@ func runConcurrent(b *testing.B, addr, auth string, path func(i int) string) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-type benchConn struct {
-	c    net.Conn
-	br   *bufio.Reader
-	auth string
-	buf  []byte
-}
-
-func (bc *benchConn) get(path string) error {
-	r := append(bc.buf[:0], "GET "...)
-	r = append(r, path...)
-	r = append(r, " HTTP/1.1\r\nHost: bench\r\n"...)
-	if bc.auth != "" {
-		r = append(r, "Authorization: Bearer "...)
-		r = append(r, bc.auth...)
-		r = append(r, "\r\nanthropic-beta: "+httpapi.BetaAgentMemory+"\r\n"...)
-	}
-	r = append(r, "\r\n"...)
-	bc.buf = r
-	if _, err := bc.c.Write(r); err != nil {
-		return err
-	}
-	line, err := bc.br.ReadSlice('\n')
-	if err != nil {
-		return err
-	}
-	if !bytes.HasPrefix(line, []byte("HTTP/1.1 200")) {
-		return fmt.Errorf("status line %q", line)
-	}
-	length := -1
-	for {
-		h, err := bc.br.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		h = bytes.TrimRight(h, "\r\n")
-		if len(h) == 0 {
-			break
-		}
-		if name, val, ok := bytes.Cut(h, []byte(":")); ok && bytes.EqualFold(name, []byte("Content-Length")) {
-			length, _ = strconv.Atoi(string(bytes.TrimSpace(val)))
-		}
-	}
-	if length < 0 {
-		return fmt.Errorf("no Content-Length")
-	}
-	_, err = bc.br.Discard(length)
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return err
+	b.ReportMetric(float64((loadgen.ProcessCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }

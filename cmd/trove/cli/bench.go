@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -18,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
@@ -179,15 +178,6 @@ func (r benchResult) vsBase() (rate, cpu float64) {
 // cpuPerOp is the process CPU time per operation.
 func (r benchResult) cpuPerOp() time.Duration { return r.cpu / time.Duration(r.n) }
 
-// processCPU returns the user+system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func (r benchResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
 
 // measure runs op n times split over conc goroutines (op gets the goroutine
@@ -196,7 +186,7 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 	lat := make([][]time.Duration, conc)
 	var next, errs atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0 := loadgen.ProcessCPU()
 	start := time.Now()
 	for g := range conc {
 		wg.Go(func() {
@@ -215,7 +205,7 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
+	cpu := loadgen.ProcessCPU() - cpu0
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	pct := func(p float64) time.Duration {
@@ -265,12 +255,12 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 			if kind == "write" {
 				f, name, into = raw.Writes, "raw write", rawW
 			}
-			cpu0 := processCPU()
+			cpu0 := loadgen.ProcessCPU()
 			d, err := f(ctx, cfg.n)
 			if err != nil {
 				return benchResult{}, fmt.Errorf("raw baseline: %w", err)
 			}
-			r := benchResult{op: name, conc: c, n: cfg.n, elapsed: d, cpu: processCPU() - cpu0}
+			r := benchResult{op: name, conc: c, n: cfg.n, elapsed: d, cpu: loadgen.ProcessCPU() - cpu0}
 			into[c] = append(into[c], r)
 			return r, nil
 		}
@@ -466,17 +456,18 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 			return json.Unmarshal(b, out)
 		}
 	default:
-		conns := make([]*leanConn, maxC)
+		conns := make([]*loadgen.Conn, maxC)
+		header := "Authorization: Bearer " + key + "\r\nanthropic-beta: " + httpapi.BetaAgentMemory + "\r\n"
 		for g := range conns {
-			conns[g] = &leanConn{addr: addr, auth: key}
+			conns[g] = &loadgen.Conn{Addr: addr, Header: header}
 		}
 		defer func() {
 			for _, c := range conns {
-				c.close()
+				c.Close()
 			}
 		}()
 		call = func(g int, method, path string, body []byte, out any) error {
-			status, b, err := conns[g].do(method, path, body)
+			status, b, err := conns[g].Do(method, path, body)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", method, path, err)
 			}
@@ -625,107 +616,4 @@ func memberID(b []byte) string {
 		return ""
 	}
 	return string(v[:j])
-}
-
-// leanConn is trove bench's minimal HTTP/1.1 client: one keep-alive
-// connection, one request at a time, the whole response read (it needs a
-// Content-Length; chunked responses are refused). It is not safe for
-// concurrent use.
-type leanConn struct {
-	addr, auth string
-	c          net.Conn
-	br         *bufio.Reader
-	req, body  []byte
-}
-
-// do sends one request and returns the status and the body, which is valid
-// until the next call. On any error the connection is dropped (the next
-// call dials again).
-func (lc *leanConn) do(method, path string, body []byte) (status int, resp []byte, err error) {
-	defer func() {
-		if err != nil {
-			lc.close()
-		}
-	}()
-	if lc.c == nil {
-		c, err := net.Dial("tcp", lc.addr)
-		if err != nil {
-			return 0, nil, err
-		}
-		lc.c, lc.br = c, bufio.NewReaderSize(c, 16<<10)
-	}
-	r := append(lc.req[:0], method...)
-	r = append(r, ' ')
-	r = append(r, path...)
-	r = append(r, " HTTP/1.1\r\nHost: trove-bench\r\nAuthorization: Bearer "...)
-	r = append(r, lc.auth...)
-	r = append(r, "\r\nanthropic-beta: "+httpapi.BetaAgentMemory+"\r\n"...)
-	if body != nil {
-		r = append(r, "Content-Type: application/json\r\nContent-Length: "...)
-		r = strconv.AppendInt(r, int64(len(body)), 10)
-		r = append(r, "\r\n"...)
-	}
-	r = append(r, "\r\n"...)
-	r = append(r, body...)
-	lc.req = r
-	if _, err := lc.c.Write(r); err != nil {
-		return 0, nil, err
-	}
-	line, err := lc.br.ReadSlice('\n')
-	if err != nil {
-		return 0, nil, err
-	}
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
-		return 0, nil, fmt.Errorf("bad status line %q", line)
-	}
-	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
-		return 0, nil, fmt.Errorf("bad status line %q", line)
-	}
-	length, closing := -1, false
-	for {
-		h, err := lc.br.ReadSlice('\n')
-		if err != nil {
-			return 0, nil, err
-		}
-		h = bytes.TrimRight(h, "\r\n")
-		if len(h) == 0 {
-			break
-		}
-		name, val, ok := bytes.Cut(h, []byte(":"))
-		if !ok {
-			return 0, nil, fmt.Errorf("bad header line %q", h)
-		}
-		val = bytes.TrimSpace(val)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.Atoi(string(val)); err != nil || length < 0 {
-				return 0, nil, fmt.Errorf("bad Content-Length %q", val)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			return 0, nil, fmt.Errorf("unsupported Transfer-Encoding %q", val)
-		case bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(val, []byte("close")):
-			closing = true
-		}
-	}
-	if length < 0 {
-		return 0, nil, fmt.Errorf("response without Content-Length")
-	}
-	if cap(lc.body) < length {
-		lc.body = make([]byte, length)
-	}
-	lc.body = lc.body[:length]
-	if _, err := io.ReadFull(lc.br, lc.body); err != nil {
-		return 0, nil, err
-	}
-	if closing {
-		lc.close()
-	}
-	return status, lc.body, nil
-}
-
-func (lc *leanConn) close() {
-	if lc.c != nil {
-		lc.c.Close()
-		lc.c, lc.br = nil, nil
-	}
 }
