@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,12 +35,17 @@ import (
 // ShutdownWithContext to stop: in-flight requests finish, their responses
 // carry Connection: close.
 //
+// A request whose handler left more than 256 KiB of its body unread (a 413
+// from Content-Length) is answered with Connection: close and the rest of
+// the body drained for up to FastLingerTime, so the client reads the
+// answer instead of a reset.
+//
 // Unlike net/http, a request's context is not cancelled when its client
 // disconnects (fasthttp does not watch the connection while the handler
 // runs).
 func (s *Server) FastHTTP() *fasthttp.Server {
 	fs := &fasthttp.Server{
-		Handler:                       s.serveFast,
+		Handler:                       s.handleFast,
 		ErrorHandler:                  s.fastError,
 		ExpectHandler:                 s.fastExpect,
 		NoDefaultServerHeader:         true,
@@ -100,14 +107,23 @@ var fastExchanges = sync.Pool{New: func() any {
 }}
 
 // fastBody is the request body: the fasthttp body stream (bounded by
-// decodeBody's MaxBytesReader, as on net/http).
-type fastBody struct{ r io.Reader }
+// decodeBody's MaxBytesReader, as on net/http), counting what was read.
+type fastBody struct {
+	r   io.Reader
+	n   int64 // bytes read
+	eof bool  // the stream ended
+}
 
 func (b *fastBody) Read(p []byte) (int, error) {
 	if b.r == nil {
 		return 0, io.EOF
 	}
-	return b.r.Read(p)
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 func (b *fastBody) Close() error { return nil }
@@ -168,9 +184,19 @@ func (w *fastWriter) finish() {
 	}
 }
 
-// serveFast is the fasthttp handler: ServeHTTP on net/http types built
-// from ctx.
-func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
+// handleFast is the fasthttp handler: serveFast, then a lingering close
+// when the handler left more of the request body unread than the server
+// discards itself.
+func (s *Server) handleFast(ctx *fasthttp.RequestCtx) {
+	if s.serveFast(ctx) {
+		lingerClose(ctx)
+	}
+}
+
+// serveFast runs ServeHTTP on net/http types built from ctx. It reports
+// whether the request body was left unread beyond fastDiscardLimit, which
+// fasthttp would answer by closing the connection at once.
+func (s *Server) serveFast(ctx *fasthttp.RequestCtx) (unread bool) {
 	x := fastExchanges.Get().(*fastExchange)
 	defer x.release()
 	defer func() {
@@ -180,16 +206,74 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
 			ctx.Response.Reset()
 			ctx.SetConnectionClose()
 			_ = ctx.Conn().Close()
+			unread = false
 		}
 	}()
 	x.ctx = ctx
 	if ctx.IsOptions() && string(ctx.Request.Header.RequestURI()) == "*" {
 		// The server-wide OPTIONS, which net/http answers itself.
 		ctx.Response.Header.SetContentLength(0)
-		return
+		return false
 	}
 	s.serve(&x.w, &x.req, x.build())
 	x.w.finish()
+	return x.bodyOverflows()
+}
+
+// fastDiscardLimit is how much of a body its handler left unread fasthttp
+// reads and drops after the response to keep the connection (its
+// maxUnreadStreamBodySize, and net/http's equivalent); with more left it
+// closes the connection.
+const fastDiscardLimit = 256 << 10
+
+// bodyOverflows reports whether more than fastDiscardLimit of the request
+// body is left unread. A chunked body's rest is unknown: it is discarded
+// here, up to the limit, to find out.
+func (x *fastExchange) bodyOverflows() bool {
+	if x.req.Body != &x.body || x.body.eof {
+		return false
+	}
+	if x.req.ContentLength >= 0 {
+		return x.req.ContentLength-x.body.n > fastDiscardLimit
+	}
+	_, err := io.CopyN(io.Discard, &x.body, fastDiscardLimit+1)
+	return err == nil
+}
+
+// FastLingerTime bounds how long the FastHTTP server keeps reading and
+// dropping a request body its handler refused unread, after answering.
+const FastLingerTime = 5 * time.Second
+
+// lingerClose answers ctx and then closes its connection the way TCP's
+// lingering close does: closing a connection with unread bytes makes the
+// kernel reset it, and the reset can reach the client before it has read
+// the answer (a client that writes its whole body before reading never
+// sees it at all). So the answer is sent with Connection: close, the
+// sending side shut down, and the rest of the request read and dropped
+// until the client closes or FastLingerTime has passed. net/http does the
+// same with a 500 ms wait, without reading.
+func lingerClose(ctx *fasthttp.RequestCtx) {
+	res := fasthttp.AcquireResponse()
+	ctx.Response.CopyTo(res)
+	res.SetConnectionClose()
+	res.SkipBody = ctx.IsHead()
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		defer fasthttp.ReleaseResponse(res)
+		raw := c
+		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+			raw = u.UnsafeConn()
+		}
+		_ = raw.SetDeadline(time.Now().Add(FastLingerTime))
+		bw := bufio.NewWriter(raw)
+		if res.Write(bw) != nil || bw.Flush() != nil {
+			return
+		}
+		if cw, ok := raw.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, c) // c reads what fasthttp buffered first
+	})
 }
 
 // fastExpect decides on Expect: 100-continue. net/http sends the 100 only
@@ -203,7 +287,7 @@ func (s *Server) fastExpect(ctx *fasthttp.RequestCtx) int {
 	if int64(ctx.Request.Header.ContentLength()) <= s.maxBody {
 		return fasthttp.StatusContinue
 	}
-	s.serveFast(ctx)
+	s.serveFast(ctx) // the client sends no body: nothing to linger for
 	return ctx.Response.StatusCode()
 }
 
@@ -358,7 +442,7 @@ func (x *fastExchange) release() {
 	}
 	x.req = http.Request{}
 	x.url = url.URL{}
-	x.body.r = nil
+	x.body = fastBody{}
 	x.w = fastWriter{hdr: x.w.hdr}
 	x.ctx = nil
 	fastExchanges.Put(x)
