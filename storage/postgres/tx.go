@@ -590,7 +590,7 @@ func (t *tx) VersionRedact(ctx context.Context, storeID, id string, at time.Time
 // that are the current version of a live memory, and returns how many.
 func (t *tx) VersionDeleteExpired(ctx context.Context, cutoff time.Time) (int, error) {
 	tag, err := t.exec(ctx, `DELETE FROM versions v WHERE v.created_at < $1
-		AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.version_id = v.id)`, cutoff)
+		AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.version_id = v.id)`, cutoff)
 	if err != nil {
 		return 0, translate(err)
 	}

@@ -819,10 +819,10 @@ func (t *tx) VersionRedact(ctx context.Context, storeID, id string, at time.Time
 }
 
 // deleteExpiredSQL deletes the versions created before ?1 that are no live
-// memory's current version (a range on versions_by_created, a probe of
-// memories_by_version per candidate).
+// memory's current version (a range on versions_by_created, a primary-key
+// probe of the version's memory per candidate).
 const deleteExpiredSQL = `DELETE FROM versions WHERE created_at < ?
-	AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.version_id = versions.id)`
+	AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = versions.memory_id AND m.version_id = versions.id)`
 
 // VersionDeleteExpired deletes versions created strictly before cutoff,
 // except a version that is the current version of a live memory, and
