@@ -34,6 +34,9 @@ func (s *Service) CreateMemory(ctx context.Context, storeID string, p trove.Crea
 	if err := checkWritable(pr, storeID); err != nil {
 		return nil, err
 	}
+	// Hashed before the write: the function runs in the driver's single
+	// committer (SQLite), where every microsecond delays the whole group.
+	contentSHA := sha256Hex(p.Content)
 	var out *trove.Memory
 	err = s.write(ctx, "CreateMemory", func(tx storage.Tx) error {
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
@@ -61,7 +64,7 @@ func (s *Service) CreateMemory(ctx context.Context, storeID string, p trove.Crea
 			Path:      p.Path,
 			Content:   &content,
 			SizeBytes: len(content),
-			SHA256:    sha256Hex(content),
+			SHA256:    contentSHA,
 			VersionID: trove.NewID(trove.PrefixVersion, now),
 			CreatedAt: now,
 			UpdatedAt: now,
@@ -161,6 +164,10 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 	if err := checkWritable(pr, storeID); err != nil {
 		return nil, err
 	}
+	var contentSHA string // hashed outside the committer, as in CreateMemory
+	if p.Content != nil {
+		contentSHA = sha256Hex(*p.Content)
+	}
 	var out *trove.Memory
 	err = s.write(ctx, "UpdateMemory", func(tx storage.Tx) error {
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
@@ -178,7 +185,7 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 		}
 		var newContent, newSHA string
 		if p.Content != nil {
-			newContent, newSHA = *p.Content, sha256Hex(*p.Content)
+			newContent, newSHA = *p.Content, contentSHA
 		} else if m.Content != nil {
 			newContent, newSHA = *m.Content, m.SHA256
 		} else {
