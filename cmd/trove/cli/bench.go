@@ -148,6 +148,9 @@ type benchResult struct {
 	// cpu is the CPU time (user+system) the whole process used during the
 	// measurement, server and load generator together.
 	cpu time.Duration
+	// perCommit is the mean number of writes the SQLite driver committed
+	// together (one fsync) during a create or update measurement.
+	perCommit float64
 	// base holds the raw baseline measured right before and right after
 	// this measurement (writes for create and update, reads for get), so
 	// that a change in the machine's load between the two sides shows up
@@ -215,6 +218,16 @@ func measure(name string, conc, n int, op func(g, i int) error) benchResult {
 		return all[min(len(all)-1, int(float64(len(all))*p))]
 	}
 	return benchResult{op: name, conc: conc, n: n, errors: errs.Load(), elapsed: elapsed, p50: pct(0.50), p99: pct(0.99), cpu: cpu}
+}
+
+// measureWrites is measure for writes, with the mean group-commit size.
+func measureWrites(db *sqlite.DB, name string, conc, n int, op func(g, i int) error) benchResult {
+	b0, w0 := db.Stats()
+	r := measure(name, conc, n, op)
+	if b1, w1 := db.Stats(); b1 > b0 {
+		r.perCommit = float64(w1-w0) / float64(b1-b0)
+	}
+	return r
 }
 
 // benchKey names one line of the report.
@@ -300,14 +313,14 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	}
 
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\tcpu/op\terrors\tvs raw (median)\trange\tby cpu/op\t")
+	fmt.Fprintln(tw, "op\tconc\tops/s\tp50\tp99\tcpu/op\twrites/commit\terrors\tvs raw (median)\trange\tby cpu/op\t")
 	for _, c := range cfg.concs {
 		for _, raw := range []struct {
 			name string
 			rs   []benchResult
 		}{{"raw write (1 txn/write)", rawW[c]}, {"raw point read", rawR[c]}} {
 			r := medianResult(raw.rs)
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t%s\t\t\t%s\t\t\n", raw.name, c, r.rate(),
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t%s\t\t\t\t%s\t\t\n", raw.name, c, r.rate(),
 				r.cpuPerOp().Round(time.Microsecond), spread(rates(raw.rs), "%.0f"))
 		}
 	}
@@ -343,8 +356,12 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 				rng = spread(scaled(rt, 100), "%.0f%%")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", name, k.conc, r.rate(),
-			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.cpuPerOp().Round(time.Microsecond), errs, ratio, rng, byCPU)
+		perCommit := ""
+		if r.perCommit > 0 {
+			perCommit = fmt.Sprintf("%.1f", r.perCommit)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", name, k.conc, r.rate(),
+			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.cpuPerOp().Round(time.Microsecond), perCommit, errs, ratio, rng, byCPU)
 	}
 	return tw.Flush()
 }
@@ -552,7 +569,7 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 		if err != nil {
 			return nil, err
 		}
-		create := measure("create", c, n, func(g, i int) error {
+		create := measureWrites(db, "create", c, n, func(g, i int) error {
 			id, err := callID(g, "POST", mems, createBodies[i])
 			ids[i] = id
 			return fail(err)
@@ -568,7 +585,7 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 			memPaths[i] = mems + "/" + id
 		}
 		// Each memory is updated once, so updates do not contend on one row.
-		update := measure("update", c, n, func(g, i int) error {
+		update := measureWrites(db, "update", c, n, func(g, i int) error {
 			return fail(call(g, "POST", memPaths[i], updateBodies[i], nil))
 		})
 		w2, err := baseline("write", c)
