@@ -22,8 +22,12 @@ func TestBench(t *testing.T) {
 	for _, cl := range []string{"lean", "net/http"} {
 		for _, cache := range []string{"auth cache 0s, " + cl, cl} {
 			for _, c := range []int{1, 2} {
+				perCommit := `1\.0` // one writer: one write per commit
+				if c > 1 {
+					perCommit = `[12]\.\d`
+				}
 				for _, op := range []string{"create", "update"} {
-					want = append(want, fmt.Sprintf(`http %s \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+\.\d\d× raw write +\d+\.\d\d×–\d+\.\d\d×`, op, regexp.QuoteMeta(cache), c))
+					want = append(want, fmt.Sprintf(`http %s \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +%s +0 +\d+\.\d\d× raw write +\d+\.\d\d×–\d+\.\d\d×`, op, regexp.QuoteMeta(cache), c, perCommit))
 				}
 				want = append(want, fmt.Sprintf(`http get \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+%% raw read +\d+%%–\d+%% +\d+%% *\n`, regexp.QuoteMeta(cache), c),
 					fmt.Sprintf(`http list \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 *\n`, regexp.QuoteMeta(cache), c))
