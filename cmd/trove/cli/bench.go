@@ -56,17 +56,21 @@ server; cpu/op is the whole process's CPU time (user+system) per operation
 in the median round. "by cpu/op" compares the get with the raw read by CPU
 time per operation (raw cpu/op over http cpu/op, median over rounds): the
 share of the raw rate the API reaches when both have the same cores to
-themselves, which other load on the machine moves far less than ops/s. --client lean (the default) is a minimal keep-alive HTTP/1.1 client:
-one connection per client goroutine, one request at a time (no pipelining),
-the whole response read and checked; --client net/http uses Go's
-http.Client, which costs about as much CPU as the server does per request.`,
+themselves, which other load on the machine moves far less than ops/s.
+writes/commit is how many creates or updates the SQLite driver committed
+together (one fsync) on average: group commit at work.
+
+--client lean (the default) is a minimal keep-alive HTTP/1.1 client: one
+connection per client goroutine, one request at a time (no pipelining), the
+whole response read and checked; --client net/http uses Go's http.Client,
+which costs about as much CPU as the server does per request.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cs []int
 			for f := range strings.SplitSeq(conc, ",") {
 				c, err := strconv.Atoi(strings.TrimSpace(f))
 				if err != nil || c < 1 {
-					return fmt.Errorf("--concurrency: bad value %q", f)
+					return fmt.Errorf("--concurrency: bad value %q (want positive integers separated by commas, such as 1,16)", f)
 				}
 				cs = append(cs, c)
 			}
