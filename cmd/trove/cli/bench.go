@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/valyala/fasthttp"
 
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/loadgen"
+	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
@@ -59,6 +61,15 @@ share of the raw rate the API reaches when both have the same cores to
 themselves, which other load on the machine moves far less than ops/s.
 writes/commit is how many creates or updates the SQLite driver committed
 together (one fsync) on average: group commit at work.
+
+"http floor" is the same gets sent by the same load generator to a bare
+fasthttp handler that answers each with a get's response body and does
+nothing else (no routing, credential, database or JSON work), measured
+right after the get against the same raw reads: the most any HTTP server
+can reach on this machine with this client. "driver read" is the same
+gets' point reads through the storage driver alone (a read transaction
+and the memory's row, as core does for a get), in the same process, with
+no HTTP. A get costs at least both.
 
 --client lean (the default) is a minimal keep-alive HTTP/1.1 client: one
 connection per client goroutine, one request at a time (no pipelining), the
@@ -302,7 +313,7 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 						results[k] = append(results[k], r)
 						if rate, cpu := r.vsBase(); rate > 0 {
 							ratios[k] = append(ratios[k], rate)
-							if r.op == "get" && cpu > 0 {
+							if r.op != "create" && r.op != "update" && cpu > 0 {
 								cpuRatios[k] = append(cpuRatios[k], cpu)
 							}
 						}
@@ -336,6 +347,9 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 			errs += x.errors
 		}
 		name := "http " + k.op
+		if k.op == "driver read" {
+			name = "driver point read" // no HTTP
+		}
 		var tags []string
 		if k.cache != defaultAuthCache {
 			tags = append(tags, "auth cache "+k.cache.String())
@@ -355,7 +369,7 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 			case "create", "update":
 				ratio = fmt.Sprintf("%.2f× raw write", median(rt))
 				rng = spread(rt, "%.2f×")
-			case "get":
+			case "get", "floor", "driver read":
 				ratio = fmt.Sprintf("%.0f%% raw read", 100*median(rt))
 				rng = spread(scaled(rt, 100), "%.0f%%")
 			}
@@ -435,77 +449,9 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 	srv := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}).FastHTTP() // as trove serve
 	go srv.Serve(ln)
 	defer srv.Shutdown()
-	addr := ln.Addr().String()
 	maxC := slices.Max(concs)
-
-	// call sends one request from client goroutine g and decodes a 200
-	// response into out (when not nil); anything else is an error.
-	var call func(g int, method, path string, body []byte, out any) error
-	switch client {
-	case clientNetHTTP:
-		hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * maxC, MaxIdleConnsPerHost: 2 * maxC, DisableCompression: true}}
-		defer hc.CloseIdleConnections()
-		call = func(_ int, method, path string, body []byte, out any) error {
-			var rd io.Reader
-			if body != nil {
-				rd = bytes.NewReader(body)
-			}
-			req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-			if err != nil {
-				return err
-			}
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
-			if body != nil {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			res, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer res.Body.Close()
-			b, err := io.ReadAll(res.Body) // to EOF, so the connection is reused
-			if err != nil {
-				return err
-			}
-			if res.StatusCode != 200 {
-				return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
-			}
-			if out == nil {
-				return nil
-			}
-			return json.Unmarshal(b, out)
-		}
-	default:
-		conns := make([]*loadgen.Conn, maxC)
-		header := "Authorization: Bearer " + key + "\r\nanthropic-beta: " + httpapi.BetaAgentMemory + "\r\n"
-		for g := range conns {
-			conns[g] = &loadgen.Conn{Addr: addr, Header: header}
-		}
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		call = func(g int, method, path string, body []byte, out any) error {
-			status, b, err := conns[g].Do(method, path, body)
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", method, path, err)
-			}
-			if status != 200 {
-				return fmt.Errorf("%s %s: %d %s", method, path, status, b)
-			}
-			switch out := out.(type) {
-			case nil:
-				return nil
-			case rawID:
-				*out.id = memberID(b)
-				return nil
-			default:
-				return json.Unmarshal(b, out)
-			}
-		}
-	}
+	call, closeCalls := newCaller(ctx, ln.Addr().String(), key, client, maxC)
+	defer closeCalls()
 
 	// callID sends a request whose 200 response is a memory and returns
 	// the memory's ID. The lean client finds it without decoding the whole
@@ -541,6 +487,7 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 	mems := "/v1/memory_stores/" + st.ID + "/memories"
 	content := strings.Repeat("x", 200)
 	var results []benchResult
+	var floorCall caller
 	for _, c := range concs {
 		// Every request is encoded before its measurement, so that the
 		// load generator, which shares the CPU with the server, spends as
@@ -603,6 +550,26 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 		get := measure("get", c, n, func(g, i int) error {
 			return fail(call(g, "GET", memPaths[(i*7919)%n], nil, nil))
 		})
+		if floorCall == nil {
+			var body []byte
+			if err := call(0, "GET", memPaths[0], nil, &body); err != nil {
+				return nil, err
+			}
+			var stop func()
+			if floorCall, stop, err = startFloor(ctx, body, key, client, maxC); err != nil {
+				return nil, err
+			}
+			defer stop()
+		}
+		floor := measure("floor", c, n, func(g, i int) error {
+			return fail(floorCall(g, "GET", memPaths[(i*7919)%n], nil, nil))
+		})
+		driver := measure("driver read", c, n, func(g, i int) error {
+			return fail(db.Read(ctx, func(tx storage.Tx) error {
+				_, err := tx.MemoryGet(ctx, st.ID, ids[(i*7919)%n], true)
+				return err
+			}))
+		})
 		r1, err := baseline("read", c)
 		if err != nil {
 			return nil, err
@@ -613,10 +580,112 @@ func httpBench(ctx context.Context, dir string, n int, concs []int, authCache ti
 		if firstErr != nil {
 			return nil, firstErr
 		}
-		create.base, update.base, get.base = []benchResult{w0, w1}, []benchResult{w1, w2}, []benchResult{r0, r1}
-		results = append(results, create, update, get, list)
+		create.base, update.base = []benchResult{w0, w1}, []benchResult{w1, w2}
+		get.base, floor.base, driver.base = []benchResult{r0, r1}, []benchResult{r0, r1}, []benchResult{r0, r1}
+		results = append(results, create, update, get, floor, driver, list)
 	}
 	return results, nil
+}
+
+// startFloor serves body as the 200 response to every request from a bare
+// fasthttp handler on loopback (no routing, credential, database or JSON
+// work) and returns a client for it like the API's: the floor of an HTTP
+// get on this machine with this load generator. stop shuts both down.
+func startFloor(ctx context.Context, body []byte, key, client string, maxC int) (call caller, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &fasthttp.Server{
+		NoDefaultServerHeader: true,
+		Handler: func(rc *fasthttp.RequestCtx) {
+			rc.SetContentType("application/json")
+			rc.SetBody(body)
+		},
+	}
+	go srv.Serve(ln)
+	call, closeCalls := newCaller(ctx, ln.Addr().String(), key, client, maxC)
+	return call, func() { closeCalls(); srv.Shutdown() }, nil
+}
+
+// caller sends one request from client goroutine g and decodes a 200
+// response into out (when not nil; a *[]byte gets the body as it is);
+// anything else is an error.
+type caller func(g int, method, path string, body []byte, out any) error
+
+// newCaller returns the load generator client (clientLean or clientNetHTTP)
+// for the server at addr, sending key and the beta header with every
+// request from up to maxC goroutines, and a function that closes its
+// connections.
+func newCaller(ctx context.Context, addr, key, client string, maxC int) (caller, func()) {
+	switch client {
+	case clientNetHTTP:
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * maxC, MaxIdleConnsPerHost: 2 * maxC, DisableCompression: true}}
+		return func(_ int, method, path string, body []byte, out any) error {
+			var rd io.Reader
+			if body != nil {
+				rd = bytes.NewReader(body)
+			}
+			req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			res, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body) // to EOF, so the connection is reused
+			if err != nil {
+				return err
+			}
+			if res.StatusCode != 200 {
+				return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
+			}
+			return decodeInto(b, out)
+		}, hc.CloseIdleConnections
+	default:
+		conns := make([]*loadgen.Conn, maxC)
+		header := "Authorization: Bearer " + key + "\r\nanthropic-beta: " + httpapi.BetaAgentMemory + "\r\n"
+		for g := range conns {
+			conns[g] = &loadgen.Conn{Addr: addr, Header: header}
+		}
+		return func(g int, method, path string, body []byte, out any) error {
+				status, b, err := conns[g].Do(method, path, body)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", method, path, err)
+				}
+				if status != 200 {
+					return fmt.Errorf("%s %s: %d %s", method, path, status, b)
+				}
+				return decodeInto(b, out)
+			}, func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}
+	}
+}
+
+// decodeInto decodes a 200 response body b into out as a caller does.
+func decodeInto(b []byte, out any) error {
+	switch out := out.(type) {
+	case nil:
+		return nil
+	case rawID:
+		*out.id = memberID(b)
+		return nil
+	case *[]byte:
+		*out = bytes.Clone(b)
+		return nil
+	default:
+		return json.Unmarshal(b, out)
+	}
 }
 
 // rawID asks the lean client for the "id" member of a JSON object response

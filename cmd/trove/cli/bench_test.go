@@ -8,7 +8,8 @@ import (
 
 // TestBench runs a tiny trove bench with both load generators and both
 // cache settings: every line is there, with no errors, a ratio and, for
-// the get, the ratio by CPU time per operation.
+// the get, its floor (a bare HTTP handler) and the driver's point read,
+// the ratio by CPU time per operation.
 func TestBench(t *testing.T) {
 	code, out, errOut := runTrove(t, "bench", "--n", "20", "--concurrency", "1,2", "--rounds", "2",
 		"--client", "lean,net/http", "--auth-cache", "0s,2s", "--dir", t.TempDir())
@@ -29,7 +30,10 @@ func TestBench(t *testing.T) {
 				for _, op := range []string{"create", "update"} {
 					want = append(want, fmt.Sprintf(`http %s \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +%s +0 +\d+\.\d\d× raw write +\d+\.\d\d×–\d+\.\d\d×`, op, regexp.QuoteMeta(cache), c, perCommit))
 				}
-				want = append(want, fmt.Sprintf(`http get \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+%% raw read +\d+%%–\d+%% +\d+%% *\n`, regexp.QuoteMeta(cache), c),
+				for _, op := range []string{"http get", "http floor", "driver point read"} {
+					want = append(want, fmt.Sprintf(`%s \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 +\d+%% raw read +\d+%%–\d+%% +\d+%% *\n`, op, regexp.QuoteMeta(cache), c))
+				}
+				want = append(want,
 					fmt.Sprintf(`http list \(%s\) +%d +\d+ +\S+ +\S+ +\S+ +0 *\n`, regexp.QuoteMeta(cache), c))
 			}
 		}
