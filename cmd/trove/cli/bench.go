@@ -66,8 +66,8 @@ together (one fsync) on average: group commit at work.
 fasthttp handler that answers each with a get's response body and does
 nothing else (no routing, credential, database or JSON work), measured
 right after the get against the same raw reads: the most any HTTP server
-can reach on this machine with this client. "driver read" is the same
-gets' point reads through the storage driver alone (a read transaction
+can reach on this machine with this client. "driver point read" is the
+same gets' reads through the storage driver alone (a read transaction
 and the memory's row, as core does for a get), in the same process, with
 no HTTP. A get costs at least both.
 
