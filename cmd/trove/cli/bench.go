@@ -655,20 +655,21 @@ func newCaller(ctx context.Context, addr, key, client string, maxC int) (caller,
 		for g := range conns {
 			conns[g] = &loadgen.Conn{Addr: addr, Header: header}
 		}
-		return func(g int, method, path string, body []byte, out any) error {
-				status, b, err := conns[g].Do(method, path, body)
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", method, path, err)
-				}
-				if status != 200 {
-					return fmt.Errorf("%s %s: %d %s", method, path, status, b)
-				}
-				return decodeInto(b, out)
-			}, func() {
-				for _, c := range conns {
-					c.Close()
-				}
+		do := func(g int, method, path string, body []byte, out any) error {
+			status, b, err := conns[g].Do(method, path, body)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", method, path, err)
 			}
+			if status != 200 {
+				return fmt.Errorf("%s %s: %d %s", method, path, status, b)
+			}
+			return decodeInto(b, out)
+		}
+		return do, func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}
 	}
 }
 
