@@ -313,7 +313,7 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 						results[k] = append(results[k], r)
 						if rate, cpu := r.vsBase(); rate > 0 {
 							ratios[k] = append(ratios[k], rate)
-							if r.op != "create" && r.op != "update" && cpu > 0 {
+							if isRead(r.op) && cpu > 0 {
 								cpuRatios[k] = append(cpuRatios[k], cpu)
 							}
 						}
@@ -365,11 +365,11 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 			byCPU = fmt.Sprintf("%.0f%%", 100*median(rt))
 		}
 		if rt := ratios[k]; len(rt) > 0 {
-			switch k.op {
-			case "create", "update":
+			switch {
+			case k.op == "create" || k.op == "update":
 				ratio = fmt.Sprintf("%.2f× raw write", median(rt))
 				rng = spread(rt, "%.2f×")
-			case "get", "floor", "driver read":
+			case isRead(k.op):
 				ratio = fmt.Sprintf("%.0f%% raw read", 100*median(rt))
 				rng = spread(scaled(rt, 100), "%.0f%%")
 			}
@@ -383,6 +383,10 @@ func runBench(ctx context.Context, out io.Writer, cfg benchConfig) error {
 	}
 	return tw.Flush()
 }
+
+// isRead reports whether op is measured against the raw point read: the
+// get, its HTTP floor and the driver's own read.
+func isRead(op string) bool { return op == "get" || op == "floor" || op == "driver read" }
 
 // medianResult is the median of rs by rate (the upper one for an even
 // count); its latencies and CPU are shown with it.
