@@ -17,7 +17,7 @@ const module = "github.com/trovehq/trove"
 // adapters talk to the services only through the root interfaces, drivers
 // are chosen only in cmd, and the domain depends on nothing of ours.
 var forbidden = map[string][]string{
-	".":                    {"/..."},
+	".":                    {"!/internal/pathrune", "/..."},
 	"storage":              {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres"},
 	"storage/sqlite/...":   {"/core", "/httpapi", "/storage/postgres"},
 	"storage/postgres/...": {"/core", "/httpapi", "/storage/sqlite"},
@@ -29,6 +29,7 @@ var forbidden = map[string][]string{
 	"fusefs/...":           {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"mcpserver/...":        {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"internal/loadgen":     {"/..."},
+	"internal/pathrune":    {"/..."},
 }
 
 func TestDependencyDirections(t *testing.T) {
@@ -73,9 +74,18 @@ func TestDependencyDirections(t *testing.T) {
 
 // forbiddenImport returns the rule that forbids importing rel (a module path
 // relative to the module root, such as "/core"), or "". A rule forbids the
-// package it names and its subpackages; "/..." forbids every package.
+// package it names and its subpackages; "/..." forbids every package; a rule
+// "!/x" allows exactly package /x whatever the other rules say.
 func forbiddenImport(rules []string, rel string) string {
+	for _, r := range rules {
+		if r == "!"+rel {
+			return ""
+		}
+	}
 	for _, bad := range rules {
+		if strings.HasPrefix(bad, "!") {
+			continue
+		}
 		if bad == "/..." || rel == bad || strings.HasPrefix(rel, bad+"/") {
 			return bad
 		}
@@ -97,6 +107,9 @@ func TestForbiddenImport(t *testing.T) {
 		{"core", "/storage", false},
 		{"cmd/trove/cli", "/core", false},
 		{"storage/sqlite", "/storage/postgres", true},
+		{".", "/internal/pathrune", false},
+		{".", "/internal/loadgen", true},
+		{"memtool", "/internal/pathrune", false},
 	}
 	for _, tt := range tests {
 		if got := forbiddenImport(rulesFor(tt.dir), tt.rel) != ""; got != tt.want {

@@ -6,13 +6,17 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/trovehq/trove/internal/pathrune"
 )
 
 // ValidatePath checks a memory path against the API's rules and returns an
 // EINVALID *Error naming the first broken rule, or nil. A valid path starts
 // with "/", has 1 to maxSegments non-empty segments, no "." or ".." segment,
-// no trailing "/", no control (Cc) or format (Cf) characters, no U+2028 or
-// U+2029, is valid UTF-8 already in NFC, and is at most maxBytes bytes.
+// no trailing "/", no control (Cc) characters, nothing that renders
+// invisibly or as a plain space (pathrune.Hidden: format characters, other
+// default-ignorable code points, bidi controls, spaces other than U+0020), is
+// valid UTF-8 already in NFC, and is at most maxBytes bytes.
 func ValidatePath(p string, maxBytes, maxSegments int) error {
 	if len(p) < 2 || p[0] != '/' {
 		return Errorf(EINVALID, "path must start with '/' and name at least one segment, got %q", p)
@@ -24,8 +28,11 @@ func ValidatePath(p string, maxBytes, maxSegments int) error {
 		return Errorf(EINVALID, "path must be valid UTF-8")
 	}
 	for _, r := range p {
-		if r == 0 || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			return Errorf(EINVALID, "path must not contain control or format characters (found U+%04X)", r)
+		if unicode.Is(unicode.Cc, r) {
+			return Errorf(EINVALID, "path must not contain control characters (found U+%04X)", r)
+		}
+		if pathrune.Hidden(r) {
+			return Errorf(EINVALID, "path must not contain characters that are invisible or look like a space (found U+%04X); use visible characters and U+0020 for spaces", r)
 		}
 	}
 	if !norm.NFC.IsNormalString(p) {

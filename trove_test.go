@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/trovehq/trove/internal/pathrune"
 )
 
 func TestValidatePath(t *testing.T) {
@@ -28,6 +30,15 @@ func TestValidatePath(t *testing.T) {
 		{"/a\x00b", false},
 		{"/a\nb", false},
 		{"/a\u200bb", false}, // Cf: zero width space
+		{"/my notes.md", true},
+		{"/my\u00a0notes.md", false},      // no-break space looks like a space
+		{"/my\u3000notes.md", false},      // ideographic space
+		{"/notes.md\u034f", false},        // combining grapheme joiner: invisible
+		{"/notes.md\ufe0f", false},        // variation selector: invisible
+		{"/\u202egnp.exe", false},         // right-to-left override
+		{"/a\u2066b\u2069", false},        // bidi isolate
+		{"/\u3164.md", false},             // hangul filler renders blank
+		{"/caf\u00e9 \u00e0 la.md", true}, // accented letters and U+0020 are fine
 		{"/a\u2028b", false},
 		{"/\xff", false},
 		{long, false},
@@ -107,7 +118,7 @@ func TestNewIDSortsByTime(t *testing.T) {
 // FuzzValidatePath checks that every path ValidatePath accepts really
 // follows the rules, so a bad path can never reach a driver.
 func FuzzValidatePath(f *testing.F) {
-	for _, s := range []string{"/a", "/notes/todo.md", "/a//b", "/a/../b", "/café", "/cafe\u0301", "/a\x00", "/\u2028", "/%2e%2e/x", "/a/"} {
+	for _, s := range []string{"/a", "/notes/todo.md", "/a//b", "/a/../b", "/café", "/cafe\u0301", "/a\x00", "/\u2028", "/%2e%2e/x", "/a/", "/notes.md\u034f", "/my\u00a0notes.md", "/a\ufe0f"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -127,7 +138,7 @@ func FuzzValidatePath(f *testing.F) {
 			}
 		}
 		for _, r := range p {
-			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' || pathrune.Hidden(r) {
 				t.Fatalf("accepted %q with U+%04X", p, r)
 			}
 		}

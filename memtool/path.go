@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/trovehq/trove/internal/pathrune"
 )
 
 // Limits enforced by [ParsePath].
@@ -24,7 +26,8 @@ type Path struct {
 	// Rel is the slash-separated path relative to the memory root, without
 	// leading or trailing slash; "" is the root itself. Every segment is a
 	// valid name: non-empty, not "." or "..", at most MaxNameBytes bytes,
-	// valid UTF-8 without control characters, backslashes or
+	// valid UTF-8 without control characters, invisible or space-like
+	// characters (pathrune.Hidden), backslashes or
 	// percent-encoded traversal.
 	Rel string
 	// TrailingSlash reports whether Raw ended in "/" (other than the root
@@ -59,7 +62,9 @@ func (e *PathError) Error() string { return e.Reason }
 // one or more names separated by single slashes, optionally followed by one
 // trailing slash. A name is 1..MaxNameBytes bytes of valid UTF-8, is not "."
 // or "..", and contains no NUL or other C0/C1 control character, no DEL, no
-// U+2028/U+2029, no backslash and no percent-encoded '.', '/', '\', '%' or
+// U+2028/U+2029, nothing that renders invisibly or as a plain space (the
+// store's rule, pathrune.Hidden: format characters, default-ignorable code
+// points, bidi controls, spaces other than U+0020), no backslash and no percent-encoded '.', '/', '\', '%' or
 // control character (any hex case). The whole path is at most MaxPathBytes
 // bytes. There is no decoding or normalisation: NFC and NFD spellings are
 // different names.
@@ -75,6 +80,10 @@ func ParsePath(raw string) (Path, error) {
 	}
 	if i := strings.IndexFunc(raw, isForbiddenRune); i >= 0 {
 		return fail("Invalid path %s: control characters (including newlines, tabs and U+2028/U+2029) are not allowed in paths.", strconv.QuoteToASCII(raw))
+	}
+	if i := strings.IndexFunc(raw, pathrune.Hidden); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(raw[i:])
+		return fail("Invalid path %s: characters that are invisible or look like a space (here U+%04X) are not allowed in paths; use visible characters, and a plain space (U+0020) for spaces.", strconv.QuoteToASCII(raw), r)
 	}
 	if raw != RootPath && !strings.HasPrefix(raw, RootPath+"/") {
 		return fail("Invalid path %s: memory paths must be %s or start with %s/ (for example %s/notes.md).", raw, RootPath, RootPath, RootPath)
@@ -164,7 +173,7 @@ func validName(name string) bool {
 	if name == "" || name == "." || name == ".." || len(name) > MaxNameBytes || !utf8.ValidString(name) {
 		return false
 	}
-	if strings.ContainsAny(name, "/\\") || strings.IndexFunc(name, isForbiddenRune) >= 0 || hasEncodedTraversal(name) {
+	if strings.ContainsAny(name, "/\\") || strings.IndexFunc(name, isForbiddenRune) >= 0 || strings.IndexFunc(name, pathrune.Hidden) >= 0 || hasEncodedTraversal(name) {
 		return false
 	}
 	return true

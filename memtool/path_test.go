@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/trovehq/trove/internal/pathrune"
 	"github.com/trovehq/trove/memtool"
 )
 
@@ -55,6 +56,12 @@ func TestParsePath(t *testing.T) {
 		{"/memories/a\u2028", "", false, "control characters"},
 		{"/memories/a\u2029", "", false, "control characters"},
 		{"/memories/\xff", "", false, "not valid UTF-8"},
+		{"/memories/my notes.md", "my notes.md", false, ""},
+		{"/memories/my\u00a0notes.md", "", false, "invisible or look like a space (here U+00A0)"},
+		{"/memories/notes.md\u034f", "", false, "invisible or look like a space (here U+034F)"},
+		{"/memories/notes.md\ufe0f", "", false, "invisible or look like a space (here U+FE0F)"},
+		{"/memories/a\u200bb", "", false, "invisible or look like a space (here U+200B)"},
+		{"/memories/\u202etxt.md", "", false, "invisible or look like a space (here U+202E)"},
 		{"/memories/" + strings.Repeat("n", 255), strings.Repeat("n", 255), false, ""},
 		{"/memories/" + strings.Repeat("n", 256), "", false, "is 256 bytes long; the maximum is 255"},
 		{"/memories/" + strings.Repeat("a/", 507), "", false, ""},
@@ -84,7 +91,7 @@ func TestParsePath(t *testing.T) {
 // FuzzParsePath: never panics; an accepted path is canonical, stays under
 // the root whatever lexical resolution is applied, and round-trips.
 func FuzzParsePath(f *testing.F) {
-	for _, s := range []string{"/memories", "/memories/", "/memories/a/b", "/memories/../x", "/memories/%2e%2E", "/memoriesx", "/memories/a\\b", "/memories/a/", "/memories/\u2028"} {
+	for _, s := range []string{"/memories", "/memories/", "/memories/a/b", "/memories/../x", "/memories/%2e%2E", "/memoriesx", "/memories/a\\b", "/memories/a/", "/memories/\u2028", "/memories/notes.md\u034f", "/memories/my\u00a0notes.md"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -111,7 +118,7 @@ func FuzzParsePath(f *testing.F) {
 			if p.Rel == "" {
 				break
 			}
-			if seg == "" || seg == "." || seg == ".." || len(seg) > memtool.MaxNameBytes || strings.ContainsAny(seg, "\\\x00\n\r\t") {
+			if seg == "" || seg == "." || seg == ".." || len(seg) > memtool.MaxNameBytes || strings.ContainsAny(seg, "\\\x00\n\r\t") || strings.IndexFunc(seg, pathrune.Hidden) >= 0 {
 				t.Fatalf("%q: bad segment %q", raw, seg)
 			}
 			if strings.Contains(strings.ToLower(seg), "%2e") || strings.Contains(strings.ToLower(seg), "%2f") || strings.Contains(strings.ToLower(seg), "%5c") {
