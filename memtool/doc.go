@@ -48,6 +48,7 @@
 //	| secrets                                | written                                            | refused by Options.SecretFilter, naming the kind, never echoing it            |
 //	| path prefix                            | "/memoriesX" means /memories/X                     | exactly /memories or /memories/…                                              |
 //	| ".", "..", "//", "\", %2e/%2f/%5c/%25/%00, control chars, U+2028/9 | mostly accepted, resolved lexically | refused (ParsePath)                                          |
+//	| invisible or space-like characters (U+200B, U+FE0F, U+034F, U+00A0, bidi controls) | accepted | refused (ParsePath; the store's rule, so look-alike names cannot coexist) |
 //	| path / name length                     | OS errors with host paths                          | 1,024 / 255 bytes, clear errors                                               |
 //	| trailing "/"                           | dropped (create "/memories/d/" makes a file)       | allowed for view and delete of a directory only                               |
 //	| listing of "/memories/"                | children as "/memories//a"                         | children as "/memories/a" (the first line echoes the raw path)                |
