@@ -174,9 +174,9 @@ func (c *Client) directoryOp(ctx context.Context, storeID, op string, body any) 
 		}
 		// No endpoint answered: an older server, or another memory
 		// stores API. If the store exists, the operation is what is
-		// missing; otherwise the 404 stands for the store.
+		// missing; otherwise the store's own error stands.
 		if _, gerr := c.GetStore(ctx, storeID); gerr != nil {
-			return nil, err
+			return nil, gerr
 		}
 		return nil, &trove.Error{
 			Code:    trove.ENOTFOUND,
