@@ -22,8 +22,10 @@ type DirectoryService interface {
 	// that has the store read_only.
 	RenameDirectory(ctx context.Context, storeID string, p RenameDirectoryParams) (*DirectoryChange, error)
 	// DeleteDirectory deletes every live memory below p.Path (one OpDeleted
-	// version each). ENOTFOUND when none lies below it; EPRECONDITION when
-	// p.Expect is set and does not match; otherwise as RenameDirectory.
+	// version each). Allowed on an archived store, as deleting one memory
+	// is. ENOTFOUND when none lies below it; EPRECONDITION when p.Expect is
+	// set and does not match; EINVALID for a bad path; EFORBIDDEN as in
+	// RenameDirectory.
 	DeleteDirectory(ctx context.Context, storeID string, p DeleteDirectoryParams) (*DirectoryChange, error)
 }
 

@@ -301,4 +301,5 @@ type Services interface {
 	StoreService
 	MemoryService
 	VersionService
+	DirectoryService
 }

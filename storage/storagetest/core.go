@@ -50,6 +50,7 @@ func RunCore(t *testing.T, open func(t *testing.T) storage.Driver) {
 	t.Run("ConcurrentLimit", func(t *testing.T) { testCoreConcurrentLimit(t, open) })
 	t.Run("ConcurrentPrecondition", func(t *testing.T) { testCoreConcurrentPrecondition(t, open) })
 	t.Run("ConcurrentMetadataMerge", func(t *testing.T) { testCoreConcurrentMetadataMerge(t, open) })
+	t.Run("Directories", func(t *testing.T) { testCoreDirectories(t, open) })
 }
 
 // coreClock is a clock for core.Options.Now: every reading advances it by
