@@ -28,6 +28,7 @@ var forbidden = map[string][]string{
 	"vfs/...":              {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"fusefs/...":           {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"mcpserver/...":        {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
+	"sessionrun/...":       {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi", "/memtool", "/mcpserver", "/cmd"},
 	"internal/loadgen":     {"/..."},
 }
 
@@ -97,6 +98,11 @@ func TestForbiddenImport(t *testing.T) {
 		{"core", "/storage", false},
 		{"cmd/trove/cli", "/core", false},
 		{"storage/sqlite", "/storage/postgres", true},
+		{"sessionrun", "/syncer", false},
+		{"sessionrun", "/fusefs", false},
+		{"sessionrun", "/core", true},
+		{"sessionrun", "/cmd/trove/cli", true},
+		{"cmd/trove/cli", "/sessionrun", false},
 	}
 	for _, tt := range tests {
 		if got := forbiddenImport(rulesFor(tt.dir), tt.rel) != ""; got != tt.want {
