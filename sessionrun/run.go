@@ -11,9 +11,10 @@
 //  3. runs the command with the session's own token in TROVE_API_KEY (never
 //     the caller's credential), TROVE_SESSION_ID, TROVE_MEMORY_ROOT and
 //     TROVE_MEMORY_PROMPT (Env);
-//  4. when it exits, or ctx ends (the command gets SIGTERM, and is killed
-//     10 s later), flushes and closes every mount and ends the session
-//     (Config.End, with a context that outlives ctx);
+//  4. when it exits (when ctx ends, it gets SIGTERM, and is killed 10 s
+//     later), flushes and closes every mount, so that its last writes are
+//     saved too, and ends the session (Config.End, with a context that
+//     outlives ctx);
 //  5. removes what the session created: the root (or, in a root that
 //     existed before, the entries the session created there) and the copy
 //     state. It does so only when every mount flushed everything into the
@@ -103,7 +104,8 @@ const waitDelay = 10 * time.Second
 
 // Run runs cfg.Command in cfg.Session (see the package documentation) and
 // returns nil when the command exited with status 0, an *ExitError when it
-// failed, or the error that stopped the session from starting. Failures of
+// failed or was stopped by ctx (Code 143 when it then exited with status
+// 0), or the error that stopped the session from starting. Failures of
 // the final flush, of ending the session and of the cleanup are reported
 // on Stderr; they never change the command's result.
 func Run(ctx context.Context, cfg Config) error {
@@ -233,7 +235,9 @@ func (r *runner) setup(ctx context.Context) error {
 // run keeps the mounts in sync while the command runs, then flushes them.
 func (r *runner) run(ctx context.Context) error {
 	cfg := r.cfg
-	runCtx, stopSync := context.WithCancel(r.sctx)
+	// The mounts outlive ctx: they stop once the command exited (at most
+	// waitDelay after ctx ended), so that its last writes are flushed.
+	runCtx, stopSync := context.WithCancel(context.WithoutCancel(r.sctx))
 	var wg sync.WaitGroup
 	for i, m := range r.mounts {
 		wg.Go(func() {
@@ -261,6 +265,10 @@ func (r *runner) run(ctx context.Context) error {
 	switch {
 	case runErr == nil:
 		return nil
+	case ctx.Err() != nil && errors.Is(runErr, ctx.Err()):
+		// It exited with status 0 after SIGTERM.
+		code := 128 + int(syscall.SIGTERM)
+		return &ExitError{Code: code, Err: fmt.Errorf("%s was stopped: %w", name, ctx.Err())}
 	case errors.As(runErr, &xe):
 		code := xe.ExitCode()
 		if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -245,3 +245,37 @@ func TestEnv(t *testing.T) {
 		t.Errorf("Env (-want +got):\n%s", diff)
 	}
 }
+
+// TestStopped: when ctx ends while the command runs, the command gets
+// SIGTERM, and what it writes before exiting still reaches the store.
+func TestStopped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]map[string]string{"Notes": nil}, "Notes")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := f.config(sessionrun.CopyMounter{}, `
+trap 'echo "last words" > "$TROVE_MEMORY_ROOT/notes/last.md"; exit 0' TERM
+echo ready
+while :; do sleep 1 & wait $!; done
+`)
+	// The command's first output means its trap is set: stop it then.
+	cfg.Stdout = writerFunc(func(p []byte) (int, error) { cancel(); return len(p), nil })
+	err := sessionrun.Run(ctx, cfg)
+	var xe *sessionrun.ExitError
+	if !errors.As(err, &xe) || xe.Code != 143 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want ExitError 143 wrapping context.Canceled\n%s", err, f.stderr)
+	}
+	content, bySession, _ := f.contents(t, "Notes")
+	if diff := cmp.Diff(map[string]string{"/last.md": "last words\n"}, content); diff != "" {
+		t.Errorf("store (-want +got):\n%s", diff)
+	}
+	if bySession["/last.md"] != 1 {
+		t.Errorf("session versions: %v", bySession)
+	}
+	f.checkEnded(t)
+	gone(t, f.root, f.state)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
