@@ -24,9 +24,14 @@ test "$TROVE_SESSION_ID" = "$WANT_SESSION"
 printf '%s' "$TROVE_MEMORY_PROMPT" | grep -q '"Notes" at '"$TROVE_MEMORY_ROOT"'/notes/ (read_write)'
 test "$(cat "$TROVE_MEMORY_ROOT/MEMORY_STORES.md")" = "$(printf '%s' "$TROVE_MEMORY_PROMPT")"
 grep -q "buy tea" "$TROVE_MEMORY_ROOT/notes/todo.md"
-echo "- buy milk" >> "$TROVE_MEMORY_ROOT/notes/todo.md"
+# Files appear whole (written outside the store, then renamed), so that
+# no sync pass sees them half written: one version each.
+cp "$TROVE_MEMORY_ROOT/notes/todo.md" "$TROVE_MEMORY_ROOT/scratch.txt"
+echo "- buy milk" >> "$TROVE_MEMORY_ROOT/scratch.txt"
+mv "$TROVE_MEMORY_ROOT/scratch.txt" "$TROVE_MEMORY_ROOT/notes/todo.md"
 mkdir "$TROVE_MEMORY_ROOT/notes/sub"
-echo "learned something" > "$TROVE_MEMORY_ROOT/notes/sub/learned.md"
+echo "learned something" > "$TROVE_MEMORY_ROOT/learned.tmp"
+mv "$TROVE_MEMORY_ROOT/learned.tmp" "$TROVE_MEMORY_ROOT/notes/sub/learned.md"
 echo "scratch" > "$TROVE_MEMORY_ROOT/scratch.txt"
 echo ran
 exit $CODE
@@ -254,7 +259,7 @@ func TestStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := f.config(sessionrun.CopyMounter{}, `
-trap 'echo "last words" > "$TROVE_MEMORY_ROOT/notes/last.md"; exit 0' TERM
+trap 'echo "last words" > "$TROVE_MEMORY_ROOT/last.tmp"; mv "$TROVE_MEMORY_ROOT/last.tmp" "$TROVE_MEMORY_ROOT/notes/last.md"; exit 0' TERM
 echo ready
 while :; do sleep 1 & wait $!; done
 `)
