@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -60,26 +62,21 @@ type copyMount struct {
 	spec MountSpec
 	eng  *syncer.Engine
 
-	mu          sync.Mutex
-	last        *syncer.Report // the last pass's report
-	quarantined []string       // every path moved to quarantine during the session
+	mu   sync.Mutex
+	last *syncer.Report // the last pass's report
 }
 
 func (m *copyMount) record(r *syncer.Report, _ error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.last = r
-	if r != nil {
-		for _, p := range r.Quarantined {
-			m.quarantined = append(m.quarantined, p.Path+" ("+p.Reason+")")
-		}
-	}
 }
 
 // Run syncs until ctx is done, then flushes. Beyond the flush's own error,
 // it fails when the last pass left anything only on disk: per-path
 // failures, files the store refuses, entries it cannot hold, deletes that
-// did not reach it, or bytes moved to the quarantine during the session.
+// did not reach it, or bytes in the state's quarantine (local changes to a
+// read-only store).
 func (m *copyMount) Run(ctx context.Context) error {
 	err := m.eng.Run(ctx)
 	if err == nil {
@@ -118,8 +115,11 @@ func (m *copyMount) unflushed() error {
 	if r.Wiped {
 		left = append(left, "the directory was emptied; the store was left as it is")
 	}
-	for _, q := range m.quarantined {
-		left = append(left, q)
+	// The quarantine is read from the disk rather than from the reports:
+	// a pass that ends with the context reports nothing, and the bytes are
+	// there whatever reported them (or a session before this one).
+	for _, q := range quarantined(m.spec.StateDir) {
+		left = append(left, "local bytes saved at "+q)
 	}
 	if len(left) == 0 {
 		return nil
@@ -131,4 +131,20 @@ func (m *copyMount) unflushed() error {
 		left = left[:show]
 	}
 	return fmt.Errorf("not everything reached the store: %s%s", strings.Join(left, "; "), more)
+}
+
+// quarantineDir is where syncer moves the local bytes of a read-only store
+// it restores, under its state directory (syncer's package documentation).
+const quarantineDir = "quarantine"
+
+// quarantined lists the files in stateDir's quarantine.
+func quarantined(stateDir string) []string {
+	var out []string
+	filepath.WalkDir(filepath.Join(stateDir, quarantineDir), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }
