@@ -28,6 +28,7 @@ var forbidden = map[string][]string{
 	"vfs/...":              {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"fusefs/...":           {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"mcpserver/...":        {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
+	"sessionrun/...":       {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi", "/memtool", "/mcpserver", "/cmd"},
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
 }
@@ -110,6 +111,11 @@ func TestForbiddenImport(t *testing.T) {
 		{".", "/internal/pathrune", false},
 		{".", "/internal/loadgen", true},
 		{"memtool", "/internal/pathrune", false},
+		{"sessionrun", "/syncer", false},
+		{"sessionrun", "/fusefs", false},
+		{"sessionrun", "/core", true},
+		{"sessionrun", "/cmd/trove/cli", true},
+		{"cmd/trove/cli", "/sessionrun", false},
 	}
 	for _, tt := range tests {
 		if got := forbiddenImport(rulesFor(tt.dir), tt.rel) != ""; got != tt.want {

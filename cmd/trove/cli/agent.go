@@ -15,8 +15,6 @@ import (
 	"github.com/trovehq/trove/memtool/claude"
 )
 
-func init() { register(newAgentCmd) }
-
 func newAgentCmd(e *env) *cobra.Command {
 	var (
 		root     string

@@ -30,8 +30,6 @@ import (
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
-func init() { register(newBenchCmd) }
-
 func newBenchCmd(e *env) *cobra.Command {
 	var n, rounds int
 	var conc, clients string

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newKeysCmd) }
-
 func newKeysCmd(e *env) *cobra.Command {
 	var data, dbURL string
 	cmd := &cobra.Command{

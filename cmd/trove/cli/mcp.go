@@ -22,8 +22,6 @@ import (
 	"github.com/trovehq/trove/mcpserver"
 )
 
-func init() { register(newMCPCmd) }
-
 // storeFlags are the flags that choose where stores live: a local database
 // (--data/--database) or a remote server (--url or TROVE_URL, with the key
 // in TROVE_API_KEY).

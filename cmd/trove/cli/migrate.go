@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newMigrateCmd) }
-
 func newMigrateCmd(e *env) *cobra.Command {
 	var data, dbURL string
 	cmd := &cobra.Command{

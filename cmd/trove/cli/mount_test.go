@@ -17,6 +17,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/sessionrun"
 )
 
 // startMount runs `trove mount args…` in the background and returns once
@@ -56,7 +57,7 @@ func startMount(t *testing.T, stores int, args ...string) func() (int, string) {
 }
 
 func TestMountLocal(t *testing.T) {
-	if why := fuseAvailable(); why != "" {
+	if why := sessionrun.FUSEAvailable(); why != "" {
 		t.Skip("FUSE unavailable: " + why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{
@@ -139,7 +140,7 @@ func serveData(t *testing.T, data string) *core.Service {
 // the session token, and a conflict (another writer between open and close)
 // reaches the writer as ESTALE with the bytes saved in a conflict copy.
 func TestMountRemote(t *testing.T) {
-	if why := fuseAvailable(); why != "" {
+	if why := sessionrun.FUSEAvailable(); why != "" {
 		t.Skip("FUSE unavailable: " + why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
@@ -205,59 +206,5 @@ func TestMountUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want failure mentioning %q", code, stderr, tc.want)
 			}
 		})
-	}
-}
-
-// TestFuseMounter checks the FUSE mounter against session run's mounter
-// contract: the store is readable at spec.Dir once Mount returns, writes are
-// session versions, and Run unmounts when its context ends, uploading the
-// temporary files never renamed.
-func TestFuseMounter(t *testing.T) {
-	if why := fuseAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
-	}
-	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
-	ctx := context.Background()
-	svc, closeDB := openData(t, data)
-	defer closeDB()
-	sess, token, err := svc.CreateSession(workspaceCtx(), trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: ids["Notes"]}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := svc.Authenticate(ctx, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "notes")
-	m, err := fuseMounter{}.Mount(trove.WithPrincipal(ctx, sp), mountSpec{Store: sess.Stores[0], Dir: dir, SessionID: sess.ID, Services: svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if b, err := os.ReadFile(filepath.Join(dir, "todo.md")); err != nil || string(b) != "- buy tea\n" {
-		t.Fatalf("read: %q %v", b, err)
-	}
-	for name, content := range map[string]string{"learned.md": "learned\n", "scratch.tmp": "scratch\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := m.Run(runCtx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
-		t.Errorf("after Run %s holds %v (%v)", dir, names, err)
-	}
-	notes, actors := storeContents(t, data, ids["Notes"])
-	want := map[string]string{"/todo.md": "- buy tea\n", "/learned.md": "learned\n", "/scratch.tmp": "scratch\n"}
-	if diff := cmp.Diff(want, notes); diff != "" {
-		t.Errorf("store (-want +got):\n%s", diff)
-	}
-	for _, p := range []string{"/learned.md", "/scratch.tmp"} {
-		if diff := cmp.Diff([]trove.ActorType{trove.ActorSession}, actors[p]); diff != "" {
-			t.Errorf("%s is not one session version: %s", p, diff)
-		}
 	}
 }

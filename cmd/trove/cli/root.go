@@ -1,6 +1,6 @@
-// Package cli holds the trove command tree. Each subcommand lives in its own
-// file and registers itself with register in an init function, so that
-// subcommands can be added without touching this file.
+// Package cli holds the trove command tree: it parses flags and wires the
+// packages that do the work. Each subcommand lives in its own file; the
+// one list of them is commands, in this file.
 package cli
 
 import (
@@ -23,10 +23,22 @@ type env struct {
 	stderr io.Writer
 }
 
-var registry []func(*env) *cobra.Command
-
-// register adds a subcommand constructor; call it from an init function.
-func register(f func(*env) *cobra.Command) { registry = append(registry, f) }
+// commands returns every subcommand of trove: adding one means adding its
+// constructor here.
+func commands(e *env) []*cobra.Command {
+	return []*cobra.Command{
+		newServeCmd(e),
+		newKeysCmd(e),
+		newMigrateCmd(e),
+		newToolCmd(e),
+		newAgentCmd(e),
+		newMCPCmd(e),
+		newSyncCmd(e),
+		newMountCmd(e),
+		newSessionCmd(e),
+		newBenchCmd(e),
+	}
+}
 
 // exitError carries a specific exit code out of a subcommand.
 type exitError struct {
@@ -58,9 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	for _, f := range registry {
-		root.AddCommand(f(e))
-	}
+	root.AddCommand(commands(e)...)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "trove:", err)
 		var ee *exitError

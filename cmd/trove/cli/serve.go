@@ -22,8 +22,6 @@ import (
 	"github.com/trovehq/trove/storage/postgres"
 )
 
-func init() { register(newServeCmd) }
-
 // envOr returns the environment variable name, or def when it is unset.
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {

@@ -5,143 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/sessionrun"
 	"github.com/trovehq/trove/syncer"
 )
-
-func init() { register(newSessionCmd) }
-
-// mounter makes one attached store available as a directory for the length
-// of a session. The copy engine (syncer) is the portable implementation; a
-// FUSE mount can replace it where the kernel allows, behind this seam.
-type mounter interface {
-	// Mount prepares spec.Dir with the store's contents (it returns only
-	// once the agent can read them) and returns the running mount.
-	Mount(ctx context.Context, spec mountSpec) (mount, error)
-}
-
-// mount is a store made available by a mounter.
-type mount interface {
-	// Run keeps the directory and the store in sync until ctx is done, then
-	// flushes (bounded) and returns.
-	Run(ctx context.Context) error
-	// Close releases the mount's resources after Run returned.
-	Close() error
-}
-
-// mountSpec is what a mounter needs for one attached store. Services act
-// with the session's credential.
-type mountSpec struct {
-	Store     trove.SessionStore
-	Dir       string
-	StateDir  string
-	SessionID string
-	Services  trove.Services
-	Interval  time.Duration
-	Logger    *slog.Logger
-}
-
-// copyMounter mounts by copying: download, then the sync engine.
-type copyMounter struct {
-	stderr io.Writer
-}
-
-// noticesName is the file under the session root where sync notices the
-// agent should know about (conflict copies, refused files, restored
-// read-only files) are appended. It is outside every store directory, so it
-// is never synced.
-const noticesName = "SYNC_NOTICES.md"
-
-var noticesMu sync.Mutex
-
-// appendNotice appends the notable parts of a pass's report to root's
-// notices file.
-func appendNotice(root, store string, r *syncer.Report) {
-	if r == nil {
-		return
-	}
-	var b strings.Builder
-	for _, c := range r.Conflicts {
-		fmt.Fprintf(&b, "- [%s] %s changed in the store while you edited it: the store's version is at %s, yours was saved as %s\n", store, c.Path, c.Path, c.CopyPath)
-	}
-	if r.Counts[syncer.KindRefuse] > 0 { // newly refused this pass
-		for _, p := range r.Refused {
-			fmt.Fprintf(&b, "- [%s] %s is not saved to the store: %s\n", store, p.Path, p.Reason)
-		}
-	}
-	for _, p := range r.Quarantined {
-		fmt.Fprintf(&b, "- [%s] %s: %s\n", store, p.Path, p.Reason)
-	}
-	appendNoticeText(root, b.String())
-}
-
-// appendRefusal appends to root's notices file a change a live mount of
-// store refused (the agent's shell may have ignored the error of close).
-func appendRefusal(root, store, path, reason string) {
-	appendNoticeText(root, fmt.Sprintf("- [%s] %s is not saved to the store: %s\n", store, path, reason))
-}
-
-// appendNoticeText appends text to root's notices file (best effort).
-func appendNoticeText(root, text string) {
-	if text == "" {
-		return
-	}
-	noticesMu.Lock()
-	defer noticesMu.Unlock()
-	f, err := os.OpenFile(filepath.Join(root, noticesName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	f.WriteString(text)
-}
-
-type copyMount struct{ eng *syncer.Engine }
-
-func (m copyMount) Run(ctx context.Context) error { return m.eng.Run(ctx) }
-func (m copyMount) Close() error                  { return m.eng.Close() }
-
-func (c copyMounter) Mount(ctx context.Context, s mountSpec) (mount, error) {
-	name := s.Store.Name
-	eng, err := syncer.New(syncer.Options{
-		Services: s.Services, StoreID: s.Store.StoreID, Dir: s.Dir, StateDir: s.StateDir,
-		ReadOnly: s.Store.Access == trove.AccessReadOnly, SessionID: s.SessionID,
-		Interval: s.Interval, Logger: s.Logger.With("mount", s.Dir),
-		OnPass: func(r *syncer.Report, err error) {
-			appendNotice(filepath.Dir(s.Dir), name, r)
-			if c.stderr != nil && (err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined) > 0 || r.Counts[syncer.KindRefuse] > 0) {
-				fmt.Fprintf(c.stderr, "[trove %s] ", name)
-				printReport(c.stderr, r, err, false)
-			}
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	rep, err := eng.Sync(ctx)
-	if err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("downloading store %q into %s: %w", name, s.Dir, err)
-	}
-	if len(rep.Errors) > 0 {
-		eng.Close()
-		return nil, fmt.Errorf("downloading store %q into %s: %s: %s", name, s.Dir, rep.Errors[0].Path, rep.Errors[0].Reason)
-	}
-	return copyMount{eng}, nil
-}
 
 func newSessionCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -152,16 +26,20 @@ func newSessionCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// sessionOpts are session run's flags and command.
+type sessionOpts struct {
+	refs, instr []string
+	root, state string
+	interval    time.Duration
+	verbose     bool
+	args        []string // CMD [ARGS…]
+}
+
 func newSessionRunCmd(e *env) *cobra.Command {
 	var (
-		sf       storeFlags
-		refs     []string
-		instr    []string
-		root     string
-		state    string
-		interval time.Duration
-		verbose  bool
-		mode     string
+		sf   storeFlags
+		o    sessionOpts
+		mode string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --store NAME_OR_ID[:ro] [--store …] [--root DIR] -- CMD [ARGS…]",
@@ -182,50 +60,62 @@ file is one version, and other writers' changes appear within a second.
 With --mount copy (the default elsewhere) the directories are copies kept by
 the sync engine: synced while CMD runs (file changes, and at least every
 --interval) and flushed when it exits. Either way the session then ends,
-writes are versions attributed to the session, and the exit code is CMD's.`,
+writes are versions attributed to the session, and the exit code is CMD's.
+
+When everything written reached the stores, the root (or, for an existing
+--root, what the session created in it) and the sync state are removed.
+Otherwise both are kept, and the message on standard error says where.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 0 {
 				return &exitError{code: 2, err: errors.New("session run: put the command after --, e.g. trove session run --store notes -- claude")}
 			}
-			if len(refs) == 0 {
+			if len(o.refs) == 0 {
 				return &exitError{code: 2, err: errors.New("session run: give at least one --store")}
 			}
 			mnt, err := chooseMounter(mode, e.stderr)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			return runSession(e, cmd, &sf, refs, instr, root, state, interval, verbose, args, mnt)
+			o.args = args
+			return runSession(e, cmd, &sf, o, mnt)
 		},
 	}
 	sf.register(cmd)
 	f := cmd.Flags()
-	f.StringArrayVar(&refs, "store", nil, "store name or ID to attach, :ro for read-only (repeatable)")
-	f.StringArrayVar(&instr, "instructions", nil, "instructions for the store at the same position (repeatable)")
-	f.StringVar(&root, "root", "", "directory holding one directory per store (default: a new directory under $TMPDIR)")
-	f.StringVar(&state, "state", "", "state directory for sync manifests (default $XDG_STATE_HOME/trove/sessions/<session>)")
-	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between sync passes while CMD runs")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log every sync action")
+	f.StringArrayVar(&o.refs, "store", nil, "store name or ID to attach, :ro for read-only (repeatable)")
+	f.StringArrayVar(&o.instr, "instructions", nil, "instructions for the store at the same position (repeatable)")
+	f.StringVar(&o.root, "root", "", "directory holding one directory per store (default: a new directory under $TMPDIR)")
+	f.StringVar(&o.state, "state", "", "state directory for sync manifests (default $XDG_STATE_HOME/trove/sessions/<session>)")
+	f.DurationVar(&o.interval, "interval", syncer.DefaultInterval, "longest time between sync passes while CMD runs")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "log every sync action")
 	f.StringVar(&mode, "mount", "auto", "how stores appear as directories: fuse (live mount), copy (sync engine), or auto (fuse where it works)")
 	return cmd
 }
 
 // chooseMounter picks the mounter for --mount: "fuse" and "copy" as named,
-// "auto" FUSE when fuseAvailable says it works and the copy engine otherwise.
-func chooseMounter(mode string, stderr io.Writer) (mounter, error) {
+// "auto" FUSE where it works (sessionrun.FUSEAvailable) and the copy engine
+// otherwise. The copy engine's notable passes are reported on stderr.
+func chooseMounter(mode string, stderr io.Writer) (sessionrun.Mounter, error) {
+	copyMounter := sessionrun.CopyMounter{OnPass: func(ss trove.SessionStore, r *syncer.Report, err error) {
+		if err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined) > 0 || r.Counts[syncer.KindRefuse] > 0 {
+			fmt.Fprintf(stderr, "[trove %s] ", ss.Name)
+			printReport(stderr, r, err, false)
+		}
+	}}
 	switch mode {
 	case "copy":
-		return copyMounter{stderr: stderr}, nil
+		return copyMounter, nil
 	case "fuse":
-		if why := fuseAvailable(); why != "" {
+		if why := sessionrun.FUSEAvailable(); why != "" {
 			return nil, fmt.Errorf("session run: --mount fuse: FUSE is unavailable here (%s); use --mount copy", why)
 		}
-		return fuseMounter{}, nil
+		return sessionrun.FUSEMounter{}, nil
 	case "auto", "":
-		if fuseAvailable() == "" {
-			return fuseMounter{}, nil
+		if sessionrun.FUSEAvailable() == "" {
+			return sessionrun.FUSEMounter{}, nil
 		}
-		return copyMounter{stderr: stderr}, nil
+		return copyMounter, nil
 	}
 	return nil, fmt.Errorf("session run: --mount must be auto, fuse or copy, not %q", mode)
 }
@@ -244,14 +134,24 @@ type cliSession struct {
 	Principal *trove.Principal
 	// Ctx is the command's context carrying Principal.
 	Ctx context.Context
+	// End ends the session with the credential that created it.
+	End func(context.Context) error
+}
+
+// endOrReport ends the session with a context that survives the command's,
+// and reports a failure on stderr.
+func (cs *cliSession) endOrReport(ctx context.Context, stderr io.Writer) {
+	if err := cs.End(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(stderr, "trove: ending session %s: %s\n", cs.ID, trove.ErrorMessage(err))
+	}
 }
 
 // startSession opens the services sf chooses, resolves refs
 // ("NAME_OR_ID[:ro]"), and creates a session with those stores attached,
-// instr[i] (if any) as the instructions of the i-th. The returned function
-// ends the session with a context that survives the command's (reporting a
-// failure on e.stderr), then closes the services; call it once done. cmdName
-// prefixes the errors of a backend without sessions.
+// instr[i] (if any) as the instructions of the i-th. The caller ends the
+// session (cs.End, which needs the services) and then calls the returned
+// function, which closes the services. cmdName prefixes the errors of a
+// backend without sessions.
 func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, refs, instr []string) (*cliSession, func(), error) {
 	ctx := e.ctx
 	svc, p, closeFn, err := sf.openServices(ctx, cmd)
@@ -297,16 +197,22 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 	if err != nil {
 		return fail(err)
 	}
-	// The session ends whatever happens, even after the signal that stopped
-	// the command.
-	endCtx := context.WithoutCancel(ctx)
-	cleanup = func() {
-		if _, err := sessions.EndSession(endCtx, sess.ID); err != nil {
-			fmt.Fprintf(e.stderr, "trove: ending session %s: %s\n", sess.ID, trove.ErrorMessage(err))
-		}
-		closeFn()
-	}
 	cs := &cliSession{Session: sess, Token: token, Services: svc}
+	// The creator's principal ends the session; the context given to End
+	// brings only cancellation and deadlines.
+	endP := trove.PrincipalFrom(ctx)
+	cs.End = func(ctx context.Context) error {
+		if endP != nil {
+			ctx = trove.WithPrincipal(ctx, endP)
+		}
+		_, err := sessions.EndSession(ctx, sess.ID)
+		return err
+	}
+	fail = func(err error) (*cliSession, func(), error) {
+		cs.endOrReport(ctx, e.stderr)
+		cleanup()
+		return nil, nil, err
+	}
 	if sf.url != "" {
 		cs.Services = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
 		cs.Principal = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
@@ -323,158 +229,23 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 	return cs, cleanup, nil
 }
 
-func runSession(e *env, cmd *cobra.Command, sf *storeFlags, refs, instr []string, root, state string, interval time.Duration, verbose bool, args []string, mnt mounter) error {
-	sess, end, err := startSession(e, cmd, sf, "session run", refs, instr)
+func runSession(e *env, cmd *cobra.Command, sf *storeFlags, o sessionOpts, mnt sessionrun.Mounter) error {
+	sess, closeSvc, err := startSession(e, cmd, sf, "session run", o.refs, o.instr)
 	if err != nil {
 		return err
 	}
-	defer end()
-
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "trove-"+sess.ID)
-	}
-	if root, err = filepath.Abs(root); err != nil {
-		return err
-	}
+	defer closeSvc()
+	state := o.state
 	if state == "" {
 		state = filepath.Join(stateHome(), "trove", "sessions", sess.ID)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("session run: cannot create %s: %w", root, err)
+	err = sessionrun.Run(e.ctx, sessionrun.Config{
+		Session: sess.Session, Token: sess.Token, Services: sess.Services, Principal: sess.Principal, End: sess.End,
+		Mounter: mnt, Root: o.root, StateDir: state, Interval: o.interval, Logger: cliLogger(e.stderr, o.verbose),
+		Command: o.args, Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+	})
+	if xe, ok := errors.AsType[*sessionrun.ExitError](err); ok {
+		return &exitError{code: xe.Code, err: xe.Err}
 	}
-	log := cliLogger(e.stderr, verbose)
-	var mounts []mount
-	defer func() {
-		for _, m := range mounts {
-			m.Close()
-		}
-	}()
-	var dirs []string
-	for _, ss := range sess.Stores {
-		dir := filepath.Join(root, path.Base(ss.MountPath))
-		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-			return fmt.Errorf("session run: %s already exists and is not empty; remove it or choose another --root", dir)
-		}
-		m, err := mnt.Mount(sess.Ctx, mountSpec{
-			Store: ss, Dir: dir, StateDir: filepath.Join(state, ss.StoreID), SessionID: sess.ID,
-			Services: sess.Services, Interval: interval, Logger: log,
-		})
-		if err != nil {
-			return err
-		}
-		mounts = append(mounts, m)
-		dirs = append(dirs, dir)
-	}
-	_, live := mnt.(fuseMounter)
-	note := memoryNote(sess.Stores, dirs, trove.DefaultLimits().MaxContentBytes, live)
-	if err := writeFileAtomic(filepath.Join(root, "MEMORY_STORES.md"), []byte(note), 0o644); err != nil {
-		return fmt.Errorf("session run: writing the memory note: %w", err)
-	}
-	fmt.Fprintf(e.stderr, "trove: session %s: %d store(s) under %s\n", sess.ID, len(mounts), root)
-
-	// Keep the stores in sync while CMD runs.
-	runCtx, stopSync := context.WithCancel(sess.Ctx)
-	var wg sync.WaitGroup
-	for i, m := range mounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := m.Run(runCtx); err != nil {
-				ss := sess.Stores[i]
-				fmt.Fprintf(e.stderr, "trove: the last sync of %s failed (%s); its unsynced changes stay on disk. Resume with:\n  trove sync --store %s --dir %s --state %s --once\n",
-					dirs[i], trove.ErrorMessage(err), ss.StoreID, dirs[i], filepath.Join(state, ss.StoreID))
-			}
-		}()
-	}
-	child := exec.CommandContext(e.ctx, args[0], args[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = e.stdin, e.stdout, e.stderr
-	child.Env = sessionEnv(os.Environ(), sess.Token, sess.ID, root, note)
-	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
-	child.WaitDelay = 10 * time.Second
-	runErr := child.Run()
-	stopSync()
-	wg.Wait() // final flush of every mount
-
-	var xe *exec.ExitError
-	switch {
-	case runErr == nil:
-		return nil
-	case errors.As(runErr, &xe):
-		code := xe.ExitCode()
-		if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-		return &exitError{code: code, err: fmt.Errorf("%s exited with status %d", args[0], code)}
-	default:
-		return &exitError{code: 127, err: fmt.Errorf("cannot run %s: %w", args[0], runErr)}
-	}
-}
-
-// sessionEnv is env with the session's variables set and any workspace
-// credential removed.
-func sessionEnv(env []string, token, sessionID, root, note string) []string {
-	out := make([]string, 0, len(env)+4)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "TROVE_API_KEY", "TROVE_SESSION_ID", "TROVE_MEMORY_ROOT", "TROVE_MEMORY_PROMPT":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out,
-		"TROVE_API_KEY="+token,
-		"TROVE_SESSION_ID="+sessionID,
-		"TROVE_MEMORY_ROOT="+root,
-		"TROVE_MEMORY_PROMPT="+note,
-	)
-}
-
-// memoryNote renders the system-prompt note (sync spec §9.8) from the
-// snapshotted attach fields, deterministically. live: the directories are
-// FUSE mounts (fuseMounter), where the store refuses writes at close rather
-// than at a later sync pass.
-func memoryNote(stores []trove.SessionStore, dirs []string, maxBytes int, live bool) string {
-	var b strings.Builder
-	b.WriteString("# Memory\n")
-	b.WriteString("Persistent memory stores are mounted as directories. Their contents survive\n")
-	b.WriteString("this session. Read them before starting; record durable learnings there.\n")
-	for i, s := range stores {
-		fmt.Fprintf(&b, "- %q at %s/ (%s)\n", s.Name, dirs[i], s.Access)
-		if s.Description != "" {
-			fmt.Fprintf(&b, "  Description: %s\n", oneLine(s.Description))
-		}
-		if s.Instructions != "" {
-			fmt.Fprintf(&b, "  Instructions: %s\n", oneLine(s.Instructions))
-		}
-	}
-	parent := filepath.Dir(dirs[0])
-	notices := filepath.Join(parent, noticesName)
-	if live {
-		fmt.Fprintf(&b, "Only files under a store directory are saved; other paths under %s/\n", parent)
-		b.WriteString("are not. Each close of a written file saves it at once. Read-only stores refuse\n")
-		b.WriteString("writes (EROFS).")
-		fmt.Fprintf(&b, " Files must be UTF-8 text of at most %d kB (%d bytes): a refused\n", maxBytes/1024, maxBytes)
-		b.WriteString("write (EFBIG: too large, EILSEQ: not UTF-8) fails at close or fsync and leaves\n")
-		b.WriteString("the store unchanged (a refused new file disappears). Shells ignore errors of close,\n")
-		b.WriteString("so check the result of close, or run `sync FILE` after writing: it fails for a\n")
-		b.WriteString("refused file. If another writer changed a file since you opened it, close fails\n")
-		b.WriteString("(ESTALE): the store keeps the other version and yours is saved next to it as\n")
-		fmt.Fprintf(&b, "<name>.conflict-….md. Refusals are listed in %s.\n", notices)
-		return b.String()
-	}
-	fmt.Fprintf(&b, "Only files under a store directory are saved; other paths under %s/\n", parent)
-	b.WriteString("are not synced. Read-only stores are restored if changed.")
-	fmt.Fprintf(&b, " Files must be UTF-8 text up to %d KB.\n", maxBytes/1024)
-	b.WriteString("If a sync conflict occurs, the store keeps the other version and yours is saved\n")
-	b.WriteString("next to it as <name>.conflict-….md.")
-	fmt.Fprintf(&b, " Such events are listed in %s.\n", notices)
-	return b.String()
-}
-
-// oneLine indents the continuation lines of a field so it stays under its
-// bullet.
-func oneLine(s string) string {
-	s = strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
-	return strings.ReplaceAll(s, "\n", "\n    ")
+	return err
 }

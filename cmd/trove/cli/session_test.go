@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/sessionrun"
 )
 
 // agentScript plays an agent: it checks its environment, reads the note,
@@ -75,6 +76,11 @@ func TestSessionRunLocal(t *testing.T) {
 	if !strings.Contains(string(notices), "- [Team Standards] /style.md: read-only store") {
 		t.Errorf("the restore is not in the notices:\n%s", notices)
 	}
+	// The tampered bytes are in the quarantine of the copy state: the
+	// session keeps the root and the state, and says so.
+	if want := "kept " + root + " and the copy state in "; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
 	note, err := os.ReadFile(filepath.Join(root, "MEMORY_STORES.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +134,8 @@ printf '\377' > "$TROVE_MEMORY_ROOT/notes/bad.md"
 if sync "$TROVE_MEMORY_ROOT/notes/bad.md" 2>/dev/null; then echo "sync of a refused file succeeded" >&2; exit 7; fi
 if ls "$TROVE_MEMORY_ROOT/notes" | grep -q bad; then echo "a refused file is listed" >&2; exit 6; fi
 printf '%s' "$TROVE_MEMORY_PROMPT" | grep -q 'run .sync FILE. after writing'
+test -f "$TROVE_MEMORY_ROOT/MEMORY_STORES.md"
+cp "$TROVE_MEMORY_ROOT/SYNC_NOTICES.md" "$OUT.notices"
 echo done > "$OUT"
 exit 3
 `
@@ -135,7 +143,7 @@ exit 3
 // TestSessionRunFuse runs a session on live FUSE mounts (the default where
 // FUSE works, as on CI).
 func TestSessionRunFuse(t *testing.T) {
-	if why := fuseAvailable(); why != "" {
+	if why := sessionrun.FUSEAvailable(); why != "" {
 		t.Skip("FUSE unavailable: " + why)
 	}
 	data, ids, root, out := sessionStores(t)
@@ -159,48 +167,14 @@ func TestSessionRunFuse(t *testing.T) {
 	if std, _ := storeContents(t, data, ids["Team Standards"]); std["/style.md"] != "tabs\n" {
 		t.Errorf("read-only store was written: %q", std["/style.md"])
 	}
-	if _, err := os.Stat(filepath.Join(root, "MEMORY_STORES.md")); err != nil {
-		t.Errorf("no system-prompt note: %v", err)
+	// Everything reached the store (the refused file was refused at its
+	// close): the session removed its root.
+	if _, err := os.Lstat(root); !os.IsNotExist(err) {
+		t.Errorf("the session root is still there: %v\n%s", err, stderr)
 	}
-	notices, _ := os.ReadFile(filepath.Join(root, "SYNC_NOTICES.md"))
+	notices, _ := os.ReadFile(out + ".notices")
 	if want := "- [Notes] /bad.md is not saved to the store: the file is not valid UTF-8 text (EILSEQ); the store is unchanged\n"; string(notices) != want {
 		t.Errorf("notices:\n%s\nwant:\n%s", notices, want)
-	}
-}
-
-// TestMemoryNote: the note tells an agent on live mounts what the kernel
-// cannot (close errors its shell ignores), and keeps the copy engine's text.
-func TestMemoryNote(t *testing.T) {
-	stores := []trove.SessionStore{{Name: "Notes", Access: trove.AccessReadWrite}}
-	dirs := []string{"/mem/notes"}
-	for _, c := range []struct {
-		live      bool
-		want, not []string
-	}{
-		{live: true, want: []string{
-			"- \"Notes\" at /mem/notes/ (read_write)\n",
-			"Files must be UTF-8 text of at most 100 kB (102400 bytes)",
-			"fails at close or fsync and leaves\nthe store unchanged",
-			"check the result of close, or run `sync FILE` after writing",
-			"Refusals are listed in /mem/SYNC_NOTICES.md.\n",
-			"Read-only stores refuse\nwrites (EROFS).",
-		}, not: []string{"restored", "synced"}},
-		{live: false, want: []string{
-			"Read-only stores are restored if changed. Files must be UTF-8 text up to 100 KB.\n",
-			"Such events are listed in /mem/SYNC_NOTICES.md.\n",
-		}, not: []string{"sync FILE", "EFBIG"}},
-	} {
-		note := memoryNote(stores, dirs, trove.DefaultLimits().MaxContentBytes, c.live)
-		for _, w := range c.want {
-			if !strings.Contains(note, w) {
-				t.Errorf("live=%v: note lacks %q:\n%s", c.live, w, note)
-			}
-		}
-		for _, w := range c.not {
-			if strings.Contains(note, w) {
-				t.Errorf("live=%v: note has %q:\n%s", c.live, w, note)
-			}
-		}
 	}
 }
 

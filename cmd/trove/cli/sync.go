@@ -19,8 +19,6 @@ import (
 	"github.com/trovehq/trove/syncer"
 )
 
-func init() { register(newSyncCmd) }
-
 func newSyncCmd(e *env) *cobra.Command {
 	var (
 		sf       storeFlags

@@ -14,8 +14,6 @@ import (
 	"github.com/trovehq/trove/memtool"
 )
 
-func init() { register(newToolCmd) }
-
 func newToolCmd(e *env) *cobra.Command {
 	var root string
 	var guards guardFlags
