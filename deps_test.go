@@ -29,6 +29,7 @@ var forbidden = map[string][]string{
 	"fusefs/...":           {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"mcpserver/...":        {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
 	"internal/loadgen":     {"/..."},
+	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
 }
 
 func TestDependencyDirections(t *testing.T) {
