@@ -201,7 +201,7 @@ func TestConflictName(t *testing.T) {
 	// Long names fit NAME_MAX, stay distinct and recognisable.
 	seen := map[string]string{}
 	for _, p := range []string{long(253, ".md"), long(255, ".md"), long(253, ""), "/d/" + strings.Repeat("é", 126) + ".md",
-		long(200, ".md"), long(253, ".md")[:len(long(253, ".md"))-4] + "m.md", long(250, "." + strings.Repeat("e", 40))} {
+		long(200, ".md"), long(253, ".md")[:len(long(253, ".md"))-4] + "m.md", long(250, "."+strings.Repeat("e", 40))} {
 		taken := map[string]bool{}
 		for i := 0; i < 12; i++ {
 			q := storetree.ConflictName(p, "abcd1234", now, func(s string) bool { return taken[s] })
