@@ -22,6 +22,11 @@
 //     update: the memory keeps its id and history.
 //   - Files the store can never accept (too large, not UTF-8, illegal path)
 //     stay local, untouched, and are reported.
+//   - Memories whose path cannot be a local file (a name over 255 bytes,
+//     storetree.LocalProblem) stay in the store, untouched, and are reported
+//     (Report.Unrepresentable); they are never skipped silently. Conflict
+//     copies get names that always fit (storetree.ConflictName), so every
+//     conflict converges.
 //   - On a read-only store nothing is uploaded; local changes are moved to a
 //     quarantine directory in the state directory and the store's version is
 //     restored.
@@ -128,6 +133,13 @@ type Report struct {
 	// Quarantined lists local bytes moved out of a read-only store's
 	// directory, with where they were saved.
 	Quarantined []Problem
+	// Unrepresentable lists the store paths that cannot be local files
+	// (storetree.LocalProblem): they are not synced and stay in the store
+	// only. Every pass lists all of them.
+	Unrepresentable []Problem
+	// NewUnrepresentable is the part of Unrepresentable this Engine had not
+	// reported in an earlier pass (what logs and notices should tell once).
+	NewUnrepresentable []Problem
 	// Errors lists per-path failures left for the next pass.
 	Errors         []Problem
 	PendingDeletes []string
@@ -155,6 +167,7 @@ type Engine struct {
 	remote map[string]RemoteFile
 	taken  map[string]bool
 	rep    *Report
+	told   map[string]bool          // unrepresentable store paths already reported
 	amu    sync.Mutex               // guards man.Entries, rep, pre, wrote, dirty during parallel actions
 	pre    map[string]*trove.Memory // contents prefetched for downloads
 	dirs   map[string]bool          // directories known to exist this round
@@ -299,6 +312,15 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		return false, err
 	}
 	e.rep.Listed = len(remote)
+	e.rep.Unrepresentable = nil
+	for p := range remote {
+		if why := storetree.LocalProblem(p); why != "" {
+			// Never materialised, so never planned either: it would look
+			// deleted locally. Reported, never skipped silently.
+			delete(remote, p)
+			e.rep.Unrepresentable = append(e.rep.Unrepresentable, Problem{Path: p, Reason: why})
+		}
+	}
 	entries := e.man.Entries
 	for p := range remote {
 		if isTempName(path.Base(p)) {
@@ -460,8 +482,19 @@ func (e *Engine) persist() error {
 	return nil
 }
 
-// collectProblems lists refused files that are still present unchanged.
+// collectProblems lists refused files that are still present unchanged, and
+// logs the unrepresentable store paths not reported before.
 func (e *Engine) collectProblems() {
+	sort.Slice(e.rep.Unrepresentable, func(i, j int) bool { return e.rep.Unrepresentable[i].Path < e.rep.Unrepresentable[j].Path })
+	seen := map[string]bool{}
+	for _, p := range e.rep.Unrepresentable {
+		seen[p.Path] = true
+		if !e.told[p.Path] {
+			e.rep.NewUnrepresentable = append(e.rep.NewUnrepresentable, p)
+			e.log.Warn("store path not synced: it cannot be a local file; it stays in the store", "path", p.Path, "reason", p.Reason)
+		}
+	}
+	e.told = seen // a path that comes back after it was gone is told again
 	var out []Problem
 	for p, en := range e.man.Entries {
 		if en.RefusedSHA != "" && en.LocalSHA == en.RefusedSHA {

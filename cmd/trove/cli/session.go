@@ -85,6 +85,9 @@ func appendNotice(root, store string, r *syncer.Report) {
 	for _, p := range r.Quarantined {
 		fmt.Fprintf(&b, "- [%s] %s: %s\n", store, p.Path, p.Reason)
 	}
+	for _, p := range r.NewUnrepresentable {
+		fmt.Fprintf(&b, "- [%s] %s is in the store but not synced here: %s\n", store, p.Path, p.Reason)
+	}
 	appendNoticeText(root, b.String())
 }
 
@@ -122,7 +125,7 @@ func (c copyMounter) Mount(ctx context.Context, s mountSpec) (mount, error) {
 		Interval: s.Interval, Logger: s.Logger.With("mount", s.Dir),
 		OnPass: func(r *syncer.Report, err error) {
 			appendNotice(filepath.Dir(s.Dir), name, r)
-			if c.stderr != nil && (err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined) > 0 || r.Counts[syncer.KindRefuse] > 0) {
+			if c.stderr != nil && (err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined)+len(r.NewUnrepresentable) > 0 || r.Counts[syncer.KindRefuse] > 0) {
 				fmt.Fprintf(c.stderr, "[trove %s] ", name)
 				printReport(c.stderr, r, err, false)
 			}
