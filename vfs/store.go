@@ -36,12 +36,28 @@ type store struct {
 	loadTook time.Duration // how long the last listing took
 	loaded   bool
 	open     map[string]*node // rel path → open file (incl. not yet uploaded)
+	hidden   map[string]bool  // rel paths not listed because they cannot be local names, reported
 	refused  map[string]error // rel path → refusal at a close, for the next fsync
 }
 
 func newStore(f *FS, id, slug string, ro bool) *store {
 	return &store{f: f, id: id, slug: slug, ro: ro, t: storetree.New(f.svc, id, f.limits),
-		open: map[string]*node{}, refused: map[string]error{}}
+		open: map[string]*node{}, refused: map[string]error{}, hidden: map[string]bool{}}
+}
+
+// hide reports, once per mount, the entry rel (a file or a directory) that
+// readDir leaves out because its name cannot be a local file name
+// (storetree.LocalProblem). s.mu held.
+func (s *store) hide(rel string) {
+	if s.hidden[rel] {
+		return
+	}
+	s.hidden[rel] = true
+	why := storetree.LocalProblem(memPath(rel))
+	s.f.log.Warn("vfs: a store path cannot be a local file name; it is not listed", "store", s.id, "path", memPath(rel), "reason", why)
+	if s.f.onHidden != nil {
+		s.f.onHidden(s.id, memPath(rel), why)
+	}
 }
 
 func (s *store) fileMode() fs.FileMode {
@@ -269,6 +285,10 @@ func (s *store) readDir(ctx context.Context, rel string) ([]Attr, error) {
 			return
 		}
 		name, deeper, _ := strings.Cut(rest, "/")
+		if len(name) > storetree.MaxNameBytes {
+			s.hide(prefix + name)
+			return
+		}
 		if deeper != "" || !isFile {
 			kids[name] = 'd'
 		} else if kids[name] == 0 {

@@ -154,6 +154,12 @@ type Config struct {
 	// for a person. It runs with the store's lock held: it must return
 	// quickly and must not use the FS.
 	OnRefused func(storeID, path, reason string)
+	// OnHidden, if set, is called once per path for every store path a
+	// directory listing leaves out because it cannot be a local file name
+	// (a segment over 255 bytes, storetree.LocalProblem), with the memory
+	// path (of the file, or of the directory holding the memories below it)
+	// and the reason. Such paths are also logged; they stay in the store.
+	OnHidden func(storeID, path, reason string)
 	// CacheBytes bounds the content cache (DefaultCacheBytes if 0; <0
 	// disables it). Contents are cached by SHA-256, so opening a file whose
 	// listed hash is cached reads nothing from the store.
@@ -199,6 +205,7 @@ type FS struct {
 	cache     *contentCache
 	flat      bool
 	onRefused func(storeID, path, reason string)
+	onHidden  func(storeID, path, reason string)
 }
 
 // New checks that every store exists (ENOTFOUND becomes ErrNotExist),
@@ -217,6 +224,7 @@ func New(ctx context.Context, cfg Config) (*FS, error) {
 		log:       cfg.Logger,
 		bySlug:    map[string]*store{},
 		onRefused: cfg.OnRefused,
+		onHidden:  cfg.OnHidden,
 	}
 	if f.principal == nil {
 		f.principal = trove.PrincipalFrom(ctx)

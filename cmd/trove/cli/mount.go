@@ -195,6 +195,9 @@ func (m fuseMounter) Mount(ctx context.Context, spec mountSpec) (mount, error) {
 		// The agent's shell may ignore the error of close: tell it in the
 		// notices file too, as the copy engine does for its refusals.
 		OnRefused: func(_, path, reason string) { appendRefusal(root, name, path, reason) },
+		OnHidden: func(_, path, reason string) {
+			appendNoticeText(root, fmt.Sprintf("- [%s] %s is in the store but not shown here: %s\n", name, path, reason))
+		},
 	})
 	if err != nil {
 		return nil, err
