@@ -237,9 +237,10 @@ func (t *Tree) Below(dir string) []string {
 	return append([]string(nil), all[i:j]...)
 }
 
-// Reload lists the whole store and makes the result the index (Complete
-// then reports true).
-func (t *Tree) Reload(ctx context.Context) error {
+// Reload lists the whole store (basic view) and makes the result the
+// index (Complete then reports true); it returns the listing, in path order.
+// On an error the index is unchanged.
+func (t *Tree) Reload(ctx context.Context) ([]trove.Memory, error) {
 	var all []trove.Memory
 	if err := t.list(ctx, "/", 0, trove.ViewBasic, false, func(it trove.MemoryListItem) bool {
 		if it.Memory != nil {
@@ -247,7 +248,7 @@ func (t *Tree) Reload(ctx context.Context) error {
 		}
 		return true
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -256,7 +257,7 @@ func (t *Tree) Reload(ctx context.Context) error {
 		t.note(&all[i])
 	}
 	t.complete = true
-	return nil
+	return all, nil
 }
 
 // ---- paging ----
@@ -457,9 +458,13 @@ func (t *Tree) CreateConflictCopy(ctx context.Context, p, tag string, now time.T
 // moves to the same place below to (each keeps its ID and history), and the
 // remembered directories below from move along. It returns the memories
 // moved, in their new state. Nothing below from moves nothing (and is no
-// error). New paths are checked against the path rules first (EINVALID);
+// error). New paths are checked against the path rules first (EINVALID, as
+// is a to equal to or below from);
 // see the package documentation for atomicity.
 func (t *Tree) RenameDir(ctx context.Context, from, to string) ([]trove.Memory, error) {
+	if to == from || IsBelow(to, from) {
+		return nil, trove.Errorf(trove.EINVALID, "cannot move the directory %s into itself (%s)", from, to)
+	}
 	var moved []trove.Memory
 	done := false
 	if ds, ok := t.svc.(trove.DirectoryService); ok {

@@ -439,3 +439,34 @@ func TestCreateConflictCopy(t *testing.T) {
 		}
 	}
 }
+
+func TestReload(t *testing.T) {
+	t.Parallel()
+	ctx, svc, tr := fixture(t, nil, "/a/1.md", "/b.md")
+	if _, err := tr.Lookup(ctx, "/b.md", trove.ViewBasic); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Complete() {
+		t.Error("a partial index reports Complete")
+	}
+	b, _ := tr.Cached("/b.md")
+	if err := svc.DeleteMemory(ctx, tr.StoreID(), b.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	all, err := tr.Reload(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Path != "/a/1.md" || !tr.Complete() || tr.Len() != 1 {
+		t.Errorf("Reload = %v; Complete %v, Len %d", all, tr.Complete(), tr.Len())
+	}
+	if _, ok := tr.Cached("/b.md"); ok {
+		t.Error("a memory deleted behind the Tree's back survived Reload")
+	}
+	if diff := cmp.Diff([]string{"/a/1.md"}, tr.Below("/")); diff != "" {
+		t.Errorf("Below (-want +got):\n%s", diff)
+	}
+	if _, err := tr.RenameDir(ctx, "/a", "/a/b"); trove.ErrorCode(err) != trove.EINVALID {
+		t.Errorf("RenameDir into itself: %v, want EINVALID", err)
+	}
+}

@@ -516,13 +516,13 @@ func (e *Engine) entry(p string) *Entry {
 
 // listRemote lists every memory of the store, sha only.
 func (e *Engine) listRemote(ctx context.Context) (map[string]RemoteFile, error) {
-	out := map[string]RemoteFile{}
-	err := e.tree.Walk(ctx, trove.ViewBasic, func(m *trove.Memory) bool {
-		out[m.Path] = RemoteFile{ID: m.ID, SHA: m.SHA256, Size: m.SizeBytes}
-		return true
-	})
+	all, err := e.tree.Reload(ctx) // the index holds this snapshot, no more
 	if err != nil {
 		return nil, err
+	}
+	out := make(map[string]RemoteFile, len(all))
+	for _, m := range all {
+		out[m.Path] = RemoteFile{ID: m.ID, SHA: m.SHA256, Size: m.SizeBytes}
 	}
 	return out, nil
 }

@@ -101,7 +101,7 @@ func (s *store) fresh(ctx context.Context) error {
 	if s.loaded && now.Sub(s.loadedAt) < s.bound() {
 		return nil
 	}
-	if err := s.t.Reload(ctx); err != nil {
+	if _, err := s.t.Reload(ctx); err != nil {
 		s.f.log.Warn("vfs: listing a store failed", "store", s.id, "err", err)
 		return storeErr(err)
 	}
