@@ -608,7 +608,7 @@ func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
 	return m, nil
 }
 
-func rel(p string) string { return strings.TrimPrefix(p, "/") }
+var rel = storetree.Rel
 
 // readExpect reads the local file at p and checks it still hashes to sha;
 // errRace otherwise.
