@@ -31,6 +31,7 @@ var forbidden = map[string][]string{
 	"sessionrun/...":       {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi", "/memtool", "/mcpserver", "/cmd"},
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
+	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
 }
 
 func TestDependencyDirections(t *testing.T) {

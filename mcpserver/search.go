@@ -13,6 +13,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/memtool"
+	"github.com/trovehq/trove/storetree"
 )
 
 // Search limits.
@@ -103,36 +104,29 @@ func parseSearch(raw json.RawMessage) (searchArgs, string) {
 // appear under.
 type target struct {
 	storeID string
-	prefix  string // store list prefix: "/" or "/a/b/"
+	dir     string // store directory searched: "/" or "/a/b"
 	display string // tool path of the store root: "/memories" or "/memories/<slug>"
 }
 
 func (s *Server) targets(p memtool.Path) ([]target, string) {
 	rel := p.Rel
 	if s.single {
-		return []target{{storeID: s.mounts[0].StoreID, prefix: storePrefix(rel), display: memtool.RootPath}}, ""
+		return []target{{storeID: s.mounts[0].StoreID, dir: storetree.MemPath(rel), display: memtool.RootPath}}, ""
 	}
 	if rel == "" {
 		var out []target
 		for _, m := range s.mounts {
-			out = append(out, target{storeID: m.StoreID, prefix: "/", display: mountRoot(m.Slug)})
+			out = append(out, target{storeID: m.StoreID, dir: "/", display: mountRoot(m.Slug)})
 		}
 		return out, ""
 	}
 	slug, rest, _ := strings.Cut(rel, "/")
 	for _, m := range s.mounts {
 		if m.Slug == slug {
-			return []target{{storeID: m.StoreID, prefix: storePrefix(rest), display: mountRoot(m.Slug)}}, ""
+			return []target{{storeID: m.StoreID, dir: storetree.MemPath(rest), display: mountRoot(m.Slug)}}, ""
 		}
 	}
 	return nil, fmt.Sprintf("The path_prefix %s is not inside a store's directory; use one of %s.", p.Raw, s.mountDirs())
-}
-
-func storePrefix(rel string) string {
-	if rel == "" {
-		return "/"
-	}
-	return "/" + rel + "/"
 }
 
 // handleSearch runs one search call.
@@ -202,32 +196,22 @@ func (r *searchRun) add(path, content string) bool {
 // tool result to give when the store cannot be listed, else nil.
 func (s *Server) searchTarget(ctx context.Context, t target, r *searchRun) *mcp.CallToolResult {
 	lim := s.opt.Limits
-	if err := trove.ValidatePathPrefix(t.prefix, lim.MaxPathBytes, lim.MaxPathSegments); err != nil {
+	if err := trove.ValidatePathPrefix(storetree.Prefix(t.dir), lim.MaxPathBytes, lim.MaxPathSegments); err != nil {
 		return nil // no memory can live there
 	}
-	cursor := ""
-	for {
-		page, err := s.svc.ListMemories(ctx, t.storeID, trove.ListMemoriesParams{
-			PathPrefix: t.prefix, Limit: lim.MaxFullPageSize, Cursor: cursor, View: trove.ViewFull,
-		})
-		if err != nil {
-			s.opt.Logger.Error("search: list memories", "store", t.storeID, "err", err)
-			switch trove.ErrorCode(err) {
-			case trove.EINVALID, trove.EFORBIDDEN, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
-				return errorResult("The memory store refused the search: %s.", trove.ErrorMessage(err))
-			}
-			return errorResult("The search failed because of a storage error. Try again later.")
+	tree := storetree.New(s.svc, t.storeID, lim)
+	err := tree.List(ctx, t.dir, 0, trove.ViewFull, func(it trove.MemoryListItem) bool {
+		return it.Memory == nil || it.Memory.Content == nil || r.add(t.display+it.Memory.Path, *it.Memory.Content)
+	})
+	if err != nil {
+		s.opt.Logger.Error("search: list memories", "store", t.storeID, "err", err)
+		switch trove.ErrorCode(err) {
+		case trove.EINVALID, trove.EFORBIDDEN, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
+			return errorResult("The memory store refused the search: %s.", trove.ErrorMessage(err))
 		}
-		for _, it := range page.Data {
-			if it.Memory != nil && it.Memory.Content != nil && !r.add(t.display+it.Memory.Path, *it.Memory.Content) {
-				return nil
-			}
-		}
-		if page.NextPage == "" {
-			return nil
-		}
-		cursor = page.NextPage
+		return errorResult("The search failed because of a storage error. Try again later.")
 	}
+	return nil
 }
 
 // matchLines returns up to snippetLines numbered matching lines of content

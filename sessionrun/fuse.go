@@ -51,6 +51,10 @@ type LiveConfig struct {
 	// OnRefused, if set, is called for every change a store refuses at a
 	// close or fsync. It must return quickly and must not use the mount.
 	OnRefused func(store trove.SessionStore, path, reason string)
+	// OnHidden, if set, is called once per mount for every store path that
+	// cannot be shown as a local file (a name over 255 bytes). It must
+	// return quickly and must not use the mount.
+	OnHidden func(store trove.SessionStore, path, reason string)
 }
 
 // LiveMount is stores mounted with FUSE (vfs over fusefs): every close of a
@@ -76,6 +80,9 @@ func MountLive(ctx context.Context, dir string, cfg LiveConfig) (*LiveMount, err
 	}
 	if cfg.OnRefused != nil {
 		vc.OnRefused = func(storeID, path, reason string) { cfg.OnRefused(byID[storeID], path, reason) }
+	}
+	if cfg.OnHidden != nil {
+		vc.OnHidden = func(storeID, path, reason string) { cfg.OnHidden(byID[storeID], path, reason) }
 	}
 	v, err := vfs.New(ctx, vc)
 	if err != nil {
@@ -140,6 +147,7 @@ func (m FUSEMounter) Mount(ctx context.Context, spec MountSpec) (Mount, error) {
 		// The agent's shell may ignore the error of close: tell it in the
 		// notices file too, as the copy engine does for its refusals.
 		OnRefused: func(ss trove.SessionStore, path, reason string) { spec.Notices.Refusal(ss.Name, path, reason) },
+		OnHidden:  func(ss trove.SessionStore, path, reason string) { spec.Notices.Hidden(ss.Name, path, reason) },
 	})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package sessionrun
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/trovehq/trove/syncer"
@@ -31,26 +30,15 @@ func NewNotices(path string) *Notices { return &Notices{path: path} }
 // Path returns the notices file.
 func (n *Notices) Path() string { return n.path }
 
-// Pass appends the notable parts of a sync pass's report on store: its
-// conflict copies, files newly refused in that pass, and restored files of
-// a read-only store. A nil report appends nothing.
+// Pass appends the notable parts of a sync pass's report on store
+// (syncer.Notices: conflict copies, files newly refused in that pass,
+// restored files of a read-only store, store paths that cannot be local
+// files). A nil report appends nothing.
 func (n *Notices) Pass(store string, r *syncer.Report) {
-	if n == nil || r == nil {
+	if n == nil {
 		return
 	}
-	var b strings.Builder
-	for _, c := range r.Conflicts {
-		fmt.Fprintf(&b, "- [%s] %s changed in the store while you edited it: the store's version is at %s, yours was saved as %s\n", store, c.Path, c.Path, c.CopyPath)
-	}
-	if r.Counts[syncer.KindRefuse] > 0 { // newly refused this pass
-		for _, p := range r.Refused {
-			fmt.Fprintf(&b, "- [%s] %s is not saved to the store: %s\n", store, p.Path, p.Reason)
-		}
-	}
-	for _, p := range r.Quarantined {
-		fmt.Fprintf(&b, "- [%s] %s: %s\n", store, p.Path, p.Reason)
-	}
-	n.Append(b.String())
+	n.Append(syncer.Notices(store, r))
 }
 
 // Refusal appends a change a live mount of store refused (the agent's
@@ -60,6 +48,15 @@ func (n *Notices) Refusal(store, path, reason string) {
 		return
 	}
 	n.Append(fmt.Sprintf("- [%s] %s is not saved to the store: %s\n", store, path, reason))
+}
+
+// Hidden appends a store path that a live mount of store cannot show as a
+// local file.
+func (n *Notices) Hidden(store, path, reason string) {
+	if n == nil {
+		return
+	}
+	n.Append(fmt.Sprintf("- [%s] %s is in the store but not shown here: %s\n", store, path, reason))
 }
 
 // Append appends text as it is; "" appends nothing.

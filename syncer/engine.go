@@ -22,6 +22,11 @@
 //     update: the memory keeps its id and history.
 //   - Files the store can never accept (too large, not UTF-8, illegal path)
 //     stay local, untouched, and are reported.
+//   - Memories whose path cannot be a local file (a name over 255 bytes,
+//     storetree.LocalProblem) stay in the store, untouched, and are reported
+//     (Report.Unrepresentable); they are never skipped silently. Conflict
+//     copies get names that always fit (storetree.ConflictName), so every
+//     conflict converges.
 //   - On a read-only store nothing is uploaded; local changes are moved to a
 //     quarantine directory in the state directory and the store's version is
 //     restored.
@@ -51,6 +56,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storetree"
 )
 
 // Defaults of Options.
@@ -127,6 +133,13 @@ type Report struct {
 	// Quarantined lists local bytes moved out of a read-only store's
 	// directory, with where they were saved.
 	Quarantined []Problem
+	// Unrepresentable lists the store paths that cannot be local files
+	// (storetree.LocalProblem): they are not synced and stay in the store
+	// only. Every pass lists all of them.
+	Unrepresentable []Problem
+	// NewUnrepresentable is the part of Unrepresentable this Engine had not
+	// reported in an earlier pass (what logs and notices should tell once).
+	NewUnrepresentable []Problem
 	// Errors lists per-path failures left for the next pass.
 	Errors         []Problem
 	PendingDeletes []string
@@ -144,6 +157,7 @@ type Engine struct {
 	o    Options
 	mu   sync.Mutex // one pass at a time
 	root *os.Root
+	tree *storetree.Tree // the store's side
 	man  *Manifest
 	objs objects
 	log  *slog.Logger
@@ -153,6 +167,7 @@ type Engine struct {
 	remote map[string]RemoteFile
 	taken  map[string]bool
 	rep    *Report
+	told   map[string]bool          // unrepresentable store paths already reported
 	amu    sync.Mutex               // guards man.Entries, rep, pre, wrote, dirty during parallel actions
 	pre    map[string]*trove.Memory // contents prefetched for downloads
 	dirs   map[string]bool          // directories known to exist this round
@@ -225,7 +240,7 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("syncer: cannot open %s", dir), Err: err}
 	}
-	return &Engine{o: o, root: root, man: man, objs: objects{filepath.Join(state, "objects")}, log: o.Logger.With("store", o.StoreID, "dir", dir)}, nil
+	return &Engine{o: o, root: root, tree: storetree.New(o.Services, o.StoreID, o.Limits), man: man, objs: objects{filepath.Join(state, "objects")}, log: o.Logger.With("store", o.StoreID, "dir", dir)}, nil
 }
 
 // Close releases the directory handle. It does not run a final pass (Run
@@ -297,6 +312,15 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		return false, err
 	}
 	e.rep.Listed = len(remote)
+	e.rep.Unrepresentable = nil
+	for p := range remote {
+		if why := storetree.LocalProblem(p); why != "" {
+			// Never materialised, so never planned either: it would look
+			// deleted locally. Reported, never skipped silently.
+			delete(remote, p)
+			e.rep.Unrepresentable = append(e.rep.Unrepresentable, Problem{Path: p, Reason: why})
+		}
+	}
 	entries := e.man.Entries
 	for p := range remote {
 		if isTempName(path.Base(p)) {
@@ -458,8 +482,19 @@ func (e *Engine) persist() error {
 	return nil
 }
 
-// collectProblems lists refused files that are still present unchanged.
+// collectProblems lists refused files that are still present unchanged, and
+// logs the unrepresentable store paths not reported before.
 func (e *Engine) collectProblems() {
+	sort.Slice(e.rep.Unrepresentable, func(i, j int) bool { return e.rep.Unrepresentable[i].Path < e.rep.Unrepresentable[j].Path })
+	seen := map[string]bool{}
+	for _, p := range e.rep.Unrepresentable {
+		seen[p.Path] = true
+		if !e.told[p.Path] {
+			e.rep.NewUnrepresentable = append(e.rep.NewUnrepresentable, p)
+			e.log.Warn("store path not synced: it cannot be a local file; it stays in the store", "path", p.Path, "reason", p.Reason)
+		}
+	}
+	e.told = seen // a path that comes back after it was gone is told again
 	var out []Problem
 	for p, en := range e.man.Entries {
 		if en.RefusedSHA != "" && en.LocalSHA == en.RefusedSHA {
@@ -481,23 +516,15 @@ func (e *Engine) entry(p string) *Entry {
 
 // listRemote lists every memory of the store, sha only.
 func (e *Engine) listRemote(ctx context.Context) (map[string]RemoteFile, error) {
-	out := map[string]RemoteFile{}
-	cursor := ""
-	for {
-		pg, err := e.o.Services.ListMemories(ctx, e.o.StoreID, trove.ListMemoriesParams{Limit: e.o.Limits.MaxPageSize, Cursor: cursor, View: trove.ViewBasic})
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range pg.Data {
-			if it.Memory != nil {
-				out[it.Memory.Path] = RemoteFile{ID: it.Memory.ID, SHA: it.Memory.SHA256, Size: it.Memory.SizeBytes}
-			}
-		}
-		if pg.NextPage == "" {
-			return out, nil
-		}
-		cursor = pg.NextPage
+	all, err := e.tree.Reload(ctx) // the index holds this snapshot, no more
+	if err != nil {
+		return nil, err
 	}
+	out := make(map[string]RemoteFile, len(all))
+	for _, m := range all {
+		out[m.Path] = RemoteFile{ID: m.ID, SHA: m.SHA256, Size: m.SizeBytes}
+	}
+	return out, nil
 }
 
 // prefetch fetches the contents the round's downloads need: with a full
@@ -516,23 +543,16 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 	}
 	held := 0 // content bytes held in memory
 	if len(need) > 64 && len(need)*4 > len(e.remote) {
-		cursor := ""
-		for {
-			pg, err := e.o.Services.ListMemories(ctx, e.o.StoreID, trove.ListMemoriesParams{Limit: e.o.Limits.MaxFullPageSize, Cursor: cursor, View: trove.ViewFull})
-			if err != nil {
-				return // the downloads fetch one by one
+		// Past the budget the listing stops; the rest is fetched one by
+		// one. A failed listing leaves the downloads to fetch one by one.
+		_ = e.tree.Walk(ctx, trove.ViewFull, func(m *trove.Memory) bool {
+			if need[m.ID] {
+				got[m.ID] = m
+				held += m.SizeBytes
 			}
-			for i := range pg.Data {
-				if m := pg.Data[i].Memory; m != nil && need[m.ID] {
-					got[m.ID] = m
-					held += m.SizeBytes
-				}
-			}
-			if pg.NextPage == "" || held > prefetchBudget {
-				return // past the budget, the rest is fetched one by one
-			}
-			cursor = pg.NextPage
-		}
+			return held <= prefetchBudget
+		})
+		return
 	}
 	ids := make(chan string)
 	var mu sync.Mutex
@@ -548,7 +568,7 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 				if over {
 					continue // fetched at apply time
 				}
-				m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
+				m, err := e.tree.Get(ctx, id, trove.ViewFull)
 				if err == nil {
 					mu.Lock()
 					got[id] = m
@@ -575,7 +595,7 @@ func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
 	if m != nil && m.Content != nil {
 		return m, nil
 	}
-	m, err := e.o.Services.GetMemory(ctx, e.o.StoreID, id, trove.ViewFull)
+	m, err := e.tree.Get(ctx, id, trove.ViewFull)
 	if isRace(err) {
 		return nil, errRace
 	}
@@ -588,7 +608,7 @@ func (e *Engine) fetch(ctx context.Context, id string) (*trove.Memory, error) {
 	return m, nil
 }
 
-func rel(p string) string { return strings.TrimPrefix(p, "/") }
+var rel = storetree.Rel
 
 // readExpect reads the local file at p and checks it still hashes to sha;
 // errRace otherwise.
@@ -738,7 +758,7 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 			return err
 		}
 		s := string(b)
-		m, err := e.o.Services.UpdateMemory(ctx, e.o.StoreID, a.MemoryID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: a.RemoteSHA})
+		m, err := e.tree.Update(ctx, a.MemoryID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: a.RemoteSHA})
 		if isRace(err) {
 			return errRace
 		}
@@ -752,7 +772,7 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 		if err != nil {
 			return err
 		}
-		m, err := e.o.Services.CreateMemory(ctx, e.o.StoreID, trove.CreateMemoryParams{Path: a.Path, Content: string(b)})
+		m, err := e.tree.Create(ctx, a.Path, string(b))
 		if err != nil {
 			var te *trove.Error
 			if errors.As(err, &te) && te.Code == trove.EPATHCONFLICT && (te.ConflictingPath == "" || te.ConflictingPath == a.Path) {
@@ -768,7 +788,7 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 		if _, err := e.root.Lstat(rel(a.Path)); !errors.Is(err, fs.ErrNotExist) {
 			return errRace // came back
 		}
-		err := e.o.Services.DeleteMemory(ctx, e.o.StoreID, a.MemoryID, a.BaseSHA)
+		err := e.tree.Delete(ctx, a.MemoryID, a.BaseSHA)
 		switch trove.ErrorCode(err) {
 		case "", trove.ENOTFOUND:
 		case trove.EPRECONDITION:
@@ -788,7 +808,7 @@ func (e *Engine) apply(ctx context.Context, a Action) error {
 			return err
 		}
 		to := a.To
-		m, err := e.o.Services.UpdateMemory(ctx, e.o.StoreID, a.MemoryID, trove.UpdateMemoryParams{Path: &to, PreconditionSHA256: a.BaseSHA})
+		m, err := e.tree.Update(ctx, a.MemoryID, trove.UpdateMemoryParams{Path: &to, PreconditionSHA256: a.BaseSHA})
 		if isRace(err) || trove.ErrorCode(err) == trove.EPATHCONFLICT {
 			return errRace
 		}
@@ -841,7 +861,7 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 	if base, ok := e.objs.get(a.BaseSHA); ok {
 		if merged, clean := Merge3(base, local, remote); clean && contentProblem(merged, e.o.Limits) == "" {
 			s := string(merged)
-			nm, err := e.o.Services.UpdateMemory(ctx, e.o.StoreID, m.ID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: m.SHA256})
+			nm, err := e.tree.Update(ctx, m.ID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: m.SHA256})
 			if isRace(err) {
 				return errRace
 			}
@@ -869,7 +889,7 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 func (e *Engine) conflict(ctx context.Context, a Action, local []byte, m *trove.Memory) error {
 	copyPath, localHas, remoteHas := e.existingCopy(a.Path, a.LocalSHA)
 	if copyPath == "" {
-		copyPath = conflictName(a.Path, e.tag(), e.o.Now(), func(p string) bool { return e.taken[p] })
+		copyPath = storetree.ConflictName(a.Path, e.tag(), e.o.Now(), func(p string) bool { return e.taken[p] })
 	}
 	e.taken[copyPath] = true
 	c := Conflict{Path: a.Path, CopyPath: copyPath}
@@ -893,7 +913,7 @@ func (e *Engine) conflict(ctx context.Context, a Action, local []byte, m *trove.
 	} else if prob := contentProblem(local, e.o.Limits); prob != "" {
 		ce.RefusedSHA, ce.RefusedReason = a.LocalSHA, prob
 	} else {
-		cm, err := e.o.Services.CreateMemory(ctx, e.o.StoreID, trove.CreateMemoryParams{Path: copyPath, Content: string(local)})
+		cm, err := e.tree.Create(ctx, copyPath, string(local))
 		if err == nil {
 			c.InStore = true
 			e.agree(copyPath, cm.ID, cm.SHA256, local, nil)
@@ -918,12 +938,12 @@ func (e *Engine) conflict(ctx context.Context, a Action, local []byte, m *trove.
 func (e *Engine) existingCopy(p, sha string) (string, bool, bool) {
 	var cands []string
 	for q, f := range e.scan.Files {
-		if f.SHA == sha && isConflictCopyOf(p, q) {
+		if f.SHA == sha && storetree.IsConflictCopyOf(p, q) {
 			cands = append(cands, q)
 		}
 	}
 	for q, r := range e.remote {
-		if r.SHA == sha && isConflictCopyOf(p, q) {
+		if r.SHA == sha && storetree.IsConflictCopyOf(p, q) {
 			cands = append(cands, q)
 		}
 	}
@@ -946,41 +966,6 @@ func (e *Engine) tag() string {
 		id = id[:8]
 	}
 	return id
-}
-
-// conflictName returns "<dir>/<stem>.conflict-<tag>-<yyyymmddThhmmssZ><ext>",
-// with "-2", "-3"… before the extension while the name is taken.
-func conflictName(p, tag string, now time.Time, taken func(string) bool) string {
-	dir, base := path.Split(p)
-	stem, ext := splitExt(base)
-	head := dir + stem + ".conflict-" + tag + "-" + now.UTC().Format("20060102T150405Z")
-	name := head + ext
-	for i := 2; taken(name); i++ {
-		name = head + "-" + strconv.Itoa(i) + ext
-	}
-	return name
-}
-
-// splitExt splits a file name into stem and extension; a name that is all
-// extension (".env") is all stem.
-func splitExt(base string) (stem, ext string) {
-	ext = path.Ext(base)
-	stem = strings.TrimSuffix(base, ext)
-	if stem == "" {
-		return base, ""
-	}
-	return stem, ext
-}
-
-// isConflictCopyOf reports whether q is named as a conflict copy of p.
-func isConflictCopyOf(p, q string) bool {
-	dir, base := path.Split(p)
-	qdir, qbase := path.Split(q)
-	if dir != qdir {
-		return false
-	}
-	stem, ext := splitExt(base)
-	return strings.HasPrefix(qbase, stem+".conflict-") && strings.HasSuffix(qbase, ext)
 }
 
 // restore (read-only stores) moves the local bytes to quarantine and puts the

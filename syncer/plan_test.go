@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/trovehq/trove/storetree"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -185,15 +187,15 @@ func TestConflictName(t *testing.T) {
 		{"/x.tar.gz", "local", "/x.tar.conflict-local-20260102T030405Z.gz"},
 	}
 	for _, tc := range tests {
-		got := conflictName(tc.p, tc.tag, t0.In(time.FixedZone("X", 3600)), func(p string) bool { return taken[p] })
+		got := storetree.ConflictName(tc.p, tc.tag, t0.In(time.FixedZone("X", 3600)), func(p string) bool { return taken[p] })
 		if got != tc.want {
 			t.Errorf("conflictName(%q) = %q, want %q", tc.p, got, tc.want)
 		}
-		if !isConflictCopyOf(tc.p, got) {
-			t.Errorf("isConflictCopyOf(%q, %q) = false", tc.p, got)
+		if !storetree.IsConflictCopyOf(tc.p, got) {
+			t.Errorf("storetree.IsConflictCopyOf(%q, %q) = false", tc.p, got)
 		}
 	}
-	if isConflictCopyOf("/d/a.md", "/e/a.conflict-local-x.md") || isConflictCopyOf("/d/a.md", "/d/b.conflict-local-x.md") {
+	if storetree.IsConflictCopyOf("/d/a.md", "/e/a.conflict-local-x.md") || storetree.IsConflictCopyOf("/d/a.md", "/d/b.conflict-local-x.md") {
 		t.Error("isConflictCopyOf matched a copy of another file")
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storetree"
 )
 
 // node is an open file: the buffer every handle on it shares.
@@ -48,7 +48,7 @@ func (n *node) load(ctx context.Context) error {
 		n.data, n.loaded = []byte(c), true
 		return nil
 	}
-	m, err := n.s.f.svc.GetMemory(ctx, n.s.id, n.id, trove.ViewFull)
+	m, err := n.s.t.Get(ctx, n.id, trove.ViewFull)
 	if err != nil {
 		return storeErr(err)
 	}
@@ -92,16 +92,16 @@ func (n *node) upload(ctx context.Context) error {
 	var m *trove.Memory
 	var err error
 	if n.id == "" {
-		if len(s.files) >= s.f.limits.MaxMemoriesPerStore {
+		if s.t.Len() >= s.f.limits.MaxMemoriesPerStore {
 			return ErrNoSpace
 		}
-		m, err = s.f.svc.CreateMemory(ctx, s.id, trove.CreateMemoryParams{Path: memPath(n.path), Content: content})
+		m, err = s.t.Create(ctx, memPath(n.path), content)
 	} else {
-		m, err = s.f.svc.UpdateMemory(ctx, s.id, n.id, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: n.baseSHA})
+		m, err = s.t.Update(ctx, n.id, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: n.baseSHA})
 	}
 	if err == nil {
 		n.id, n.baseSHA, n.dirty, n.mtime = m.ID, m.SHA256, false, m.UpdatedAt
-		s.putFile(n.path, m)
+		s.putFile(n.path)
 		s.f.cache.put(m.SHA256, content)
 		return nil
 	}
@@ -123,45 +123,25 @@ func (n *node) upload(ctx context.Context) error {
 	s.invalidate()
 	n.id, n.baseSHA, n.dirty = "", "", false
 	if err := s.fresh(ctx); err == nil {
-		if e := s.files[n.path]; e != nil {
-			n.id, n.baseSHA = e.id, e.sha
+		if e, ok := s.file(n.path); ok {
+			n.id, n.baseSHA = e.ID, e.SHA256
 		}
 	}
 	return ErrStale
 }
 
-// conflictCopy creates <stem>.conflict-<id8>-<UTC time><ext> next to rel
-// holding content, and returns its rel path. s.mu held.
+// conflictCopy creates a conflict copy of rel holding content, named by
+// storetree.ConflictName with the writer's tag and the UTC time (a name
+// that always fits a local file name), and returns its rel path. s.mu held.
 func (s *store) conflictCopy(ctx context.Context, rel, memID, content string) (string, error) {
-	dir, base := parentOf(rel), baseOf(rel)
-	ext := path.Ext(base)
-	stem := strings.TrimSuffix(base, ext)
-	if stem == "" { // ".bashrc"
-		stem, ext = base, ""
+	m, err := s.t.CreateConflictCopy(ctx, memPath(rel), s.f.writerTag(memID), s.f.now(), content,
+		func(q string) bool { return s.open[storetree.Rel(q)] != nil })
+	if err != nil {
+		return "", err
 	}
-	id8 := s.f.writerTag(memID)
-	stamp := s.f.now().UTC().Format("20060102T150405Z")
-	var lastErr error
-	for i := 1; i <= 9; i++ {
-		name := fmt.Sprintf("%s.conflict-%s-%s%s", stem, id8, stamp, ext)
-		if i > 1 {
-			name = fmt.Sprintf("%s.conflict-%s-%s-%d%s", stem, id8, stamp, i, ext)
-		}
-		cp := name
-		if dir != "" {
-			cp = dir + "/" + name
-		}
-		m, err := s.f.svc.CreateMemory(ctx, s.id, trove.CreateMemoryParams{Path: memPath(cp), Content: content})
-		if err == nil {
-			s.putFile(cp, m)
-			return cp, nil
-		}
-		lastErr = err
-		if trove.ErrorCode(err) != trove.EPATHCONFLICT {
-			break
-		}
-	}
-	return "", lastErr
+	cp := storetree.Rel(m.Path)
+	s.putFile(cp)
+	return cp, nil
 }
 
 // writerTag returns the last 8 characters of the writing actor's ID, or of
@@ -229,7 +209,7 @@ func (s *store) openFile(ctx context.Context, rel string, flags int) (*Handle, e
 		if err := s.validName(rel); err != nil {
 			return nil, err
 		}
-		if len(s.files) >= s.f.limits.MaxMemoriesPerStore {
+		if s.t.Len() >= s.f.limits.MaxMemoriesPerStore {
 			return nil, ErrNoSpace
 		}
 		n = &node{s: s, path: rel, loaded: true, dirty: true, mtime: s.f.now(), local: IsTempName(baseOf(rel))}
@@ -238,15 +218,15 @@ func (s *store) openFile(ctx context.Context, rel string, flags int) (*Handle, e
 		if create && flags&oExcl != 0 {
 			return nil, ErrExist
 		}
-		e := s.files[rel]
+		e, listed := s.file(rel)
 		if n == nil {
-			n = &node{s: s, path: rel, id: e.id, baseSHA: e.sha, mtime: e.updated}
+			n = &node{s: s, path: rel, id: e.ID, baseSHA: e.SHA256, mtime: e.UpdatedAt}
 			s.open[rel] = n
-		} else if e != nil {
+		} else if listed {
 			// A long-open file follows other writers' changes when clean.
 			n.mu.Lock()
-			if !n.dirty && n.id == e.id && n.baseSHA != e.sha {
-				n.loaded, n.data, n.baseSHA = false, nil, e.sha
+			if !n.dirty && n.id == e.ID && n.baseSHA != e.SHA256 {
+				n.loaded, n.data, n.baseSHA = false, nil, e.SHA256
 			}
 			n.mu.Unlock()
 		}
@@ -355,8 +335,8 @@ func (h *Handle) Size() int64 {
 	if n.loaded {
 		return int64(len(n.data))
 	}
-	if e := n.s.files[n.path]; e != nil && e.id == n.id {
-		return int64(e.size)
+	if e, ok := n.s.file(n.path); ok && e.ID == n.id {
+		return int64(e.SizeBytes)
 	}
 	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storetree"
 )
 
 const (
@@ -20,37 +21,43 @@ const (
 	oAccess = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
 )
 
-// entry is one memory as the listing cache knows it.
-type entry struct {
-	id, sha          string
-	size             int
-	created, updated time.Time
-}
-
-// store is one store directory: the listing cache, the directories that
-// exist only in this mount, and the open files.
+// store is one store directory: the store tree (its listing, which is this
+// mount's snapshot of the store, and the directories that exist only in
+// this mount) and the open files.
 type store struct {
 	f    *FS
 	id   string
 	slug string
 	ro   bool
+	t    *storetree.Tree // its index is the listing cache
 
 	mu       sync.Mutex
 	loadedAt time.Time
 	loadTook time.Duration // how long the last listing took
 	loaded   bool
-	files    map[string]*entry // rel path ("a/b.md") → memory
-	dirCount map[string]int    // implied dir rel path → files below it
-	sorted   []string          // sorted keys of files; nil when stale
-	vdirs    map[string]bool   // directories created or kept by this mount
-	open     map[string]*node  // rel path → open file (incl. not yet uploaded)
-	refused  map[string]error  // rel path → refusal at a close, for the next fsync
+	open     map[string]*node // rel path → open file (incl. not yet uploaded)
+	hidden   map[string]bool  // rel paths not listed because they cannot be local names, reported
+	refused  map[string]error // rel path → refusal at a close, for the next fsync
 }
 
 func newStore(f *FS, id, slug string, ro bool) *store {
-	return &store{f: f, id: id, slug: slug, ro: ro,
-		files: map[string]*entry{}, dirCount: map[string]int{},
-		vdirs: map[string]bool{}, open: map[string]*node{}, refused: map[string]error{}}
+	return &store{f: f, id: id, slug: slug, ro: ro, t: storetree.New(f.svc, id, f.limits),
+		open: map[string]*node{}, refused: map[string]error{}, hidden: map[string]bool{}}
+}
+
+// hide reports, once per mount, the entry rel (a file or a directory) that
+// readDir leaves out because its name cannot be a local file name
+// (storetree.LocalProblem). s.mu held.
+func (s *store) hide(rel string) {
+	if s.hidden[rel] {
+		return
+	}
+	s.hidden[rel] = true
+	why := storetree.LocalProblem(memPath(rel))
+	s.f.log.Warn("vfs: a store path cannot be a local file name; it is not listed", "store", s.id, "path", memPath(rel), "reason", why)
+	if s.f.onHidden != nil {
+		s.f.onHidden(s.id, memPath(rel), why)
+	}
 }
 
 func (s *store) fileMode() fs.FileMode {
@@ -71,17 +78,21 @@ func (s *store) rootAttr() Attr {
 	return Attr{Name: s.slug, Dir: true, Mode: s.dirMode(), ModTime: s.f.started, Nlink: 2}
 }
 
-// memPath turns a rel path into a memory path.
-func memPath(rel string) string { return "/" + rel }
+// Path arithmetic on rel paths ("a/b.md", "" for the store directory).
+var (
+	memPath  = storetree.MemPath
+	parentOf = storetree.Parent
+	baseOf   = storetree.Base
+)
 
-func parentOf(rel string) string {
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		return rel[:i]
-	}
-	return ""
-}
+// file returns the listed memory at rel. Called with s.mu held.
+func (s *store) file(rel string) (trove.Memory, bool) { return s.t.Cached(memPath(rel)) }
 
-func baseOf(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
+// isVdir reports whether rel is a directory created or kept by this mount.
+func (s *store) isVdir(rel string) bool { return s.t.IsRemembered(memPath(rel)) }
+
+// implied reports whether some listed memory lies below rel.
+func (s *store) implied(rel string) bool { return s.t.Implied(memPath(rel)) }
 
 // fresh reloads the listing when it is older than the refresh bound.
 // Called with s.mu held.
@@ -90,32 +101,10 @@ func (s *store) fresh(ctx context.Context) error {
 	if s.loaded && now.Sub(s.loadedAt) < s.bound() {
 		return nil
 	}
-	files := map[string]*entry{}
-	cursor := ""
-	for {
-		page, err := s.f.svc.ListMemories(ctx, s.id, trove.ListMemoriesParams{
-			Limit: s.f.limits.MaxPageSize, Cursor: cursor, View: trove.ViewBasic,
-		})
-		if err != nil {
-			s.f.log.Warn("vfs: listing a store failed", "store", s.id, "err", err)
-			return storeErr(err)
-		}
-		for _, it := range page.Data {
-			if m := it.Memory; m != nil && len(m.Path) > 1 {
-				files[m.Path[1:]] = &entry{id: m.ID, sha: m.SHA256, size: m.SizeBytes, created: m.CreatedAt, updated: m.UpdatedAt}
-			}
-		}
-		if page.NextPage == "" {
-			break
-		}
-		cursor = page.NextPage
+	if _, err := s.t.Reload(ctx); err != nil {
+		s.f.log.Warn("vfs: listing a store failed", "store", s.id, "err", err)
+		return storeErr(err)
 	}
-	s.files = files
-	s.dirCount = map[string]int{}
-	for p := range files {
-		s.countDirs(p, 1)
-	}
-	s.sorted = nil
 	s.loaded = true
 	s.loadedAt = now
 	s.loadTook = s.f.now().Sub(now)
@@ -135,36 +124,19 @@ func (s *store) bound() time.Duration {
 // invalidate forces a reload at the next operation. Called with s.mu held.
 func (s *store) invalidate() { s.loaded = false }
 
-func (s *store) countDirs(rel string, delta int) {
-	for d := parentOf(rel); d != ""; d = parentOf(d) {
-		if n := s.dirCount[d] + delta; n > 0 {
-			s.dirCount[d] = n
-		} else {
-			delete(s.dirCount, d)
-		}
-	}
-}
-
-// putFile records a memory at rel (after a create, update or rename).
-func (s *store) putFile(rel string, m *trove.Memory) {
-	delete(s.refused, rel)
-	if _, ok := s.files[rel]; !ok {
-		s.countDirs(rel, 1)
-		s.sorted = nil
-	}
-	s.files[rel] = &entry{id: m.ID, sha: m.SHA256, size: m.SizeBytes, created: m.CreatedAt, updated: m.UpdatedAt}
-}
+// putFile clears what this mount knew about rel before a write put a
+// memory there (the store tree indexed the memory the write returned).
+func (s *store) putFile(rel string) { delete(s.refused, rel) }
 
 // dropFile forgets the memory at rel; directories it leaves empty stay,
 // as directories of this mount.
 func (s *store) dropFile(rel string) {
 	delete(s.refused, rel)
-	if _, ok := s.files[rel]; !ok {
+	e, ok := s.file(rel)
+	if !ok {
 		return
 	}
-	delete(s.files, rel)
-	s.countDirs(rel, -1)
-	s.sorted = nil
+	s.t.Forget(e.ID)
 	s.keepParents(rel)
 }
 
@@ -177,10 +149,10 @@ func (s *store) kind(rel string) byte {
 	if n := s.open[rel]; n != nil {
 		return 'f'
 	}
-	if _, ok := s.files[rel]; ok {
+	if _, ok := s.file(rel); ok {
 		return 'f'
 	}
-	if s.dirCount[rel] > 0 || s.vdirs[rel] {
+	if s.implied(rel) || s.isVdir(rel) {
 		return 'd'
 	}
 	return 0
@@ -255,8 +227,8 @@ func (s *store) attrOf(rel string, k byte) Attr {
 		return Attr{Name: baseOf(rel), Dir: true, Mode: s.dirMode(), ModTime: s.f.started, Nlink: 2}
 	}
 	a := Attr{Name: baseOf(rel), Mode: s.fileMode(), Nlink: 1}
-	if e := s.files[rel]; e != nil {
-		a.Size, a.ModTime, a.MemoryID = int64(e.size), e.updated, e.id
+	if e, ok := s.file(rel); ok {
+		a.Size, a.ModTime, a.MemoryID = int64(e.SizeBytes), e.UpdatedAt, e.ID
 	}
 	if n := s.open[rel]; n != nil {
 		n.mu.Lock()
@@ -279,30 +251,14 @@ func (s *store) attrOf(rel string, k byte) Attr {
 	return a
 }
 
-func (s *store) sortedPaths() []string {
-	if s.sorted == nil {
-		s.sorted = make([]string, 0, len(s.files))
-		for p := range s.files {
-			s.sorted = append(s.sorted, p)
-		}
-		sort.Strings(s.sorted)
-	}
-	return s.sorted
-}
-
-// below returns the sorted file paths strictly below directory rel.
+// below returns the sorted listed file paths (rel) strictly below
+// directory rel.
 func (s *store) below(rel string) []string {
-	all := s.sortedPaths()
-	if rel == "" {
-		return all
+	out := s.t.Below(memPath(rel))
+	for i, p := range out {
+		out[i] = storetree.Rel(p)
 	}
-	prefix := rel + "/"
-	i := sort.SearchStrings(all, prefix)
-	j := i
-	for j < len(all) && strings.HasPrefix(all[j], prefix) {
-		j++
-	}
-	return all[i:j]
+	return out
 }
 
 func (s *store) readDir(ctx context.Context, rel string) ([]Attr, error) {
@@ -329,6 +285,10 @@ func (s *store) readDir(ctx context.Context, rel string) ([]Attr, error) {
 			return
 		}
 		name, deeper, _ := strings.Cut(rest, "/")
+		if len(name) > storetree.MaxNameBytes {
+			s.hide(prefix + name)
+			return
+		}
 		if deeper != "" || !isFile {
 			kids[name] = 'd'
 		} else if kids[name] == 0 {
@@ -338,8 +298,8 @@ func (s *store) readDir(ctx context.Context, rel string) ([]Attr, error) {
 	for _, p := range s.below(rel) {
 		add(p, true)
 	}
-	for p := range s.vdirs {
-		add(p, false)
+	for _, name := range s.t.RememberedIn(memPath(rel)) {
+		add(prefix+name, false)
 	}
 	for p := range s.open {
 		add(p, true)
@@ -356,15 +316,10 @@ func sortAttrs(a []Attr) { sort.Slice(a, func(i, j int) bool { return a[i].Name 
 
 // isEmptyDir reports whether directory rel has no entries. s.mu held.
 func (s *store) isEmptyDir(rel string) bool {
-	if s.dirCount[rel] > 0 {
+	if s.implied(rel) || s.t.RememberedBelow(memPath(rel)) {
 		return false
 	}
 	prefix := rel + "/"
-	for p := range s.vdirs {
-		if strings.HasPrefix(p, prefix) {
-			return false
-		}
-	}
 	for p := range s.open {
 		if strings.HasPrefix(p, prefix) {
 			return false
@@ -391,7 +346,7 @@ func (s *store) mkdir(ctx context.Context, rel string) error {
 	if s.kind(rel) != 0 {
 		return ErrExist
 	}
-	s.vdirs[rel] = true
+	s.t.RememberDir(memPath(rel))
 	return nil
 }
 
@@ -414,7 +369,7 @@ func (s *store) rmdir(ctx context.Context, rel string) error {
 	if !s.isEmptyDir(rel) {
 		return ErrNotEmpty
 	}
-	delete(s.vdirs, rel)
+	s.t.ForgetDir(memPath(rel))
 	return nil
 }
 
@@ -445,8 +400,8 @@ func (s *store) remove(ctx context.Context, rel string) error {
 		return err
 	}
 	id, sha := "", ""
-	if e := s.files[rel]; e != nil {
-		id, sha = e.id, e.sha
+	if e, ok := s.file(rel); ok {
+		id, sha = e.ID, e.SHA256
 	}
 	n := s.open[rel]
 	if n != nil {
@@ -460,7 +415,7 @@ func (s *store) remove(ctx context.Context, rel string) error {
 	}
 	if id != "" {
 		// ENOTFOUND: already gone, the unlink's intent holds.
-		if err := s.f.svc.DeleteMemory(ctx, s.id, id, sha); err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
+		if err := s.t.Delete(ctx, id, sha); err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
 			s.invalidate()
 			return storeErr(err)
 		}
@@ -491,8 +446,8 @@ func (s *store) truncate(ctx context.Context, rel string, size int64) error {
 	}
 	n := s.open[rel]
 	if n == nil {
-		e := s.files[rel]
-		n = &node{s: s, path: rel, id: e.id}
+		e, _ := s.file(rel)
+		n = &node{s: s, path: rel, id: e.ID}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -563,8 +518,8 @@ func (s *store) rename(ctx context.Context, from, to string) error {
 func (s *store) moveFile(ctx context.Context, from, to string) error {
 	n := s.open[from]
 	id := ""
-	if e := s.files[from]; e != nil {
-		id = e.id
+	if e, ok := s.file(from); ok {
+		id = e.ID
 	}
 	if n != nil {
 		n.mu.Lock()
@@ -596,11 +551,11 @@ func (s *store) settle(ctx context.Context, n *node) error {
 
 // keepParents keeps the now possibly empty parents of a moved-away path.
 func (s *store) keepParents(rel string) {
-	for d := parentOf(rel); d != ""; d = parentOf(d) {
-		if s.dirCount[d] == 0 {
-			s.vdirs[d] = true
+	storetree.Ancestors(memPath(rel), func(d string) {
+		if !s.t.Implied(d) {
+			s.t.RememberDir(d)
 		}
-	}
+	})
 }
 
 // renameOver moves file from onto the existing file to: the target memory
@@ -609,11 +564,11 @@ func (s *store) keepParents(rel string) {
 func (s *store) renameOver(ctx context.Context, from, to string) error {
 	src, dst := s.open[from], s.open[to]
 	srcID, dstID, dstSHA := "", "", ""
-	if e := s.files[from]; e != nil {
-		srcID = e.id
+	if e, ok := s.file(from); ok {
+		srcID = e.ID
 	}
-	if e := s.files[to]; e != nil {
-		dstID, dstSHA = e.id, e.sha
+	if e, ok := s.file(to); ok {
+		dstID, dstSHA = e.ID, e.SHA256
 	}
 	if dst != nil {
 		dst.mu.Lock()
@@ -646,7 +601,7 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 		}
 		content = string(src.data)
 	case srcID != "":
-		m, err := s.f.svc.GetMemory(ctx, s.id, srcID, trove.ViewFull)
+		m, err := s.t.Get(ctx, srcID, trove.ViewFull)
 		if err != nil {
 			s.invalidate()
 			return storeErr(err)
@@ -656,7 +611,7 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 	if err := checkUTF8(content); err != nil {
 		return err
 	}
-	m, err := s.f.svc.UpdateMemory(ctx, s.id, dstID, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: dstSHA})
+	m, err := s.t.Update(ctx, dstID, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: dstSHA})
 	if err != nil {
 		s.invalidate()
 		return storeErr(err)
@@ -664,15 +619,15 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 	if dst != nil {
 		s.orphan(ctx, to, dst)
 	}
-	s.putFile(to, m)
+	s.putFile(to)
 	if srcID != "" {
-		if err := s.f.svc.DeleteMemory(ctx, s.id, srcID, ""); err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
+		if err := s.t.Delete(ctx, srcID, ""); err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
 			s.invalidate()
 			s.f.log.Warn("vfs: rename over: deleting the source failed", "store", s.id, "memory", srcID, "err", err)
 			return storeErr(err)
 		}
 	}
-	s.dropFile(from)
+	delete(s.refused, from)
 	s.keepParents(from)
 	if src != nil {
 		delete(s.open, from)
@@ -690,13 +645,12 @@ func (s *store) renameOver(ctx context.Context, from, to string) error {
 func (s *store) moveFileLocked(ctx context.Context, from, to string, src *node, srcID string) error {
 	if srcID != "" {
 		p := memPath(to)
-		m, err := s.f.svc.UpdateMemory(ctx, s.id, srcID, trove.UpdateMemoryParams{Path: &p})
-		if err != nil {
+		if _, err := s.t.Update(ctx, srcID, trove.UpdateMemoryParams{Path: &p}); err != nil {
 			s.invalidate()
 			return storeErr(err)
 		}
-		s.dropFile(from)
-		s.putFile(to, m)
+		delete(s.refused, from)
+		s.putFile(to)
 	}
 	if src != nil {
 		delete(s.open, from)
@@ -723,39 +677,20 @@ func (s *store) orphan(ctx context.Context, rel string, n *node) {
 	}
 }
 
-// moveDir renames every memory below from to the same place below to, and
-// moves this mount's directories and open files along. On a failure it moves
-// the memories already moved back (best effort). s.mu held.
+// moveDir renames every memory below from to the same place below to (one
+// transaction when the services offer it; see storetree.Tree.RenameDir),
+// and moves this mount's directories and open files along. s.mu held.
 func (s *store) moveDir(ctx context.Context, from, to string) error {
-	paths := append([]string(nil), s.below(from)...)
-	var done []moved
-	for _, p := range paths {
-		newRel := to + strings.TrimPrefix(p, from)
-		if err := s.validName(newRel); err != nil {
-			s.rollback(ctx, done)
-			return err
+	if _, err := s.t.RenameDir(ctx, memPath(from), memPath(to)); err != nil {
+		s.invalidate()
+		if trove.ErrorCode(err) != trove.EINVALID {
+			s.f.log.Warn("vfs: renaming a directory failed", "store", s.id, "from", from, "to", to, "err", err)
 		}
-		e := s.files[p]
-		np := memPath(newRel)
-		m, err := s.f.svc.UpdateMemory(ctx, s.id, e.id, trove.UpdateMemoryParams{Path: &np})
-		if err != nil {
-			s.rollback(ctx, done)
-			s.invalidate()
-			return storeErr(err)
-		}
-		done = append(done, moved{e.id, p, newRel})
-		s.dropFile(p)
-		s.putFile(newRel, m)
+		return storeErr(err)
 	}
-	// Directories and open files of this mount follow (with the emptied
-	// directories dropFile kept under from).
-	for d := range s.vdirs {
-		if d == from || strings.HasPrefix(d, from+"/") {
-			delete(s.vdirs, d)
-			s.vdirs[to+strings.TrimPrefix(d, from)] = true
-		}
-	}
-	s.vdirs[to] = true
+	// Open files of this mount follow (the store tree moved the
+	// directories it remembers).
+	s.t.RememberDir(memPath(to))
 	for p, n := range s.open {
 		if strings.HasPrefix(p, from+"/") {
 			np := to + strings.TrimPrefix(p, from)
@@ -768,18 +703,4 @@ func (s *store) moveDir(ctx context.Context, from, to string) error {
 	}
 	s.keepParents(from)
 	return nil
-}
-
-// moved is one memory moved by a directory rename.
-type moved struct{ id, oldRel, newRel string }
-
-func (s *store) rollback(ctx context.Context, done []moved) {
-	for i := len(done) - 1; i >= 0; i-- {
-		d := done[i]
-		p := memPath(d.oldRel)
-		if _, err := s.f.svc.UpdateMemory(ctx, s.id, d.id, trove.UpdateMemoryParams{Path: &p}); err != nil {
-			s.f.log.Error("vfs: rolling back a directory rename failed", "store", s.id, "memory", d.id, "path", d.newRel, "err", err)
-		}
-	}
-	s.invalidate()
 }

@@ -56,7 +56,9 @@
 //	<stem>.conflict-<id8>-<yyyymmddThhmmssZ><ext>
 //
 // where id8 is the last 8 characters of the writing actor's ID (the session
-// for a session credential) and the time is the UTC time of the close. The
+// for a session credential) and the time is the UTC time of the close (a
+// name too long for a local file system gets a shortened stem; see
+// storetree.ConflictName). The
 // close or fsync then fails with ErrStale (ESTALE), so a careful writer
 // learns about it at once, and no byte is lost. The open file keeps the
 // writer's bytes and is re-based on the winner's version: writing again and
@@ -66,10 +68,11 @@
 // # Renames
 //
 // Renaming a file changes the memory's path (same ID, history kept). Renaming
-// a directory renames every memory below it, one UpdateMemory each: it is not
-// atomic. When one of them fails, the ones already moved are moved back
-// (best effort) and the rename fails; other mounts may see the move half-done
-// while it runs.
+// a directory renames every memory below it through storetree: in one
+// transaction when the services offer trove.DirectoryService (all or
+// nothing), otherwise one UpdateMemory each, not atomic: when one of them
+// fails, the ones already moved are moved back (best effort) and the rename
+// fails; other mounts may see the move half-done while it runs.
 //
 // Rename over an existing file (the editor pattern: write a temporary file,
 // then rename it over the original) writes the source's content into the
@@ -151,6 +154,12 @@ type Config struct {
 	// for a person. It runs with the store's lock held: it must return
 	// quickly and must not use the FS.
 	OnRefused func(storeID, path, reason string)
+	// OnHidden, if set, is called once per path for every store path a
+	// directory listing leaves out because it cannot be a local file name
+	// (a segment over 255 bytes, storetree.LocalProblem), with the memory
+	// path (of the file, or of the directory holding the memories below it)
+	// and the reason. Such paths are also logged; they stay in the store.
+	OnHidden func(storeID, path, reason string)
 	// CacheBytes bounds the content cache (DefaultCacheBytes if 0; <0
 	// disables it). Contents are cached by SHA-256, so opening a file whose
 	// listed hash is cached reads nothing from the store.
@@ -196,6 +205,7 @@ type FS struct {
 	cache     *contentCache
 	flat      bool
 	onRefused func(storeID, path, reason string)
+	onHidden  func(storeID, path, reason string)
 }
 
 // New checks that every store exists (ENOTFOUND becomes ErrNotExist),
@@ -214,6 +224,7 @@ func New(ctx context.Context, cfg Config) (*FS, error) {
 		log:       cfg.Logger,
 		bySlug:    map[string]*store{},
 		onRefused: cfg.OnRefused,
+		onHidden:  cfg.OnHidden,
 	}
 	if f.principal == nil {
 		f.principal = trove.PrincipalFrom(ctx)

@@ -273,3 +273,60 @@ func TestOnRefused(t *testing.T) {
 		t.Errorf("refusals (-want +got):\n%s", d)
 	}
 }
+
+// TestOnHidden (F2): a store path whose name cannot be a local file name
+// (over 255 bytes) is left out of listings and reported once, through
+// Config.OnHidden, with the rest of the tree listed as usual.
+func TestOnHidden(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "/" + strings.Repeat("x", 300) + ".md"
+	deepDir := "/d/" + strings.Repeat("é", 130)
+	for _, p := range []string{"/ok.md", long, deepDir + "/a.md", "/d/b.md"} {
+		if _, err := b.Services.CreateMemory(b.Ctx, st.ID, trove.CreateMemoryParams{Path: p, Content: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	v, err := vfs.New(b.Ctx, vfs.Config{
+		Services: b.Services, Flat: true, Stores: []vfs.StoreConfig{{StoreID: st.ID}},
+		OnHidden: func(storeID, path, reason string) {
+			if storeID != st.ID || !strings.Contains(reason, "255 bytes") {
+				t.Errorf("OnHidden(%q, %.20q…, %q)", storeID, path, reason)
+			}
+			got = append(got, path)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names := func(dir string) []string {
+		attrs, err := v.ReadDir(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range attrs {
+			out = append(out, a.Name)
+		}
+		return out
+	}
+	for range 2 {
+		if d := cmp.Diff([]string{"d", "ok.md"}, names("")); d != "" {
+			t.Errorf("root (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff([]string{"b.md"}, names("d")); d != "" {
+			t.Errorf("d (-want +got):\n%s", d)
+		}
+	}
+	sort.Strings(got)
+	want := []string{long, deepDir}
+	sort.Strings(want)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("hidden (-want +got):\n%s", d)
+	}
+}

@@ -20,12 +20,19 @@
 // on the fresh content when the edit still applies cleanly
 // (memtool.Options.EditAttempts).
 //
+// Cost. The FS sees the store through a storetree.Tree, whose path → ID
+// index is kept true by what the FS's own calls return. A read of a memory
+// whose ID is indexed is one GetMemory; a replacing write of it is one
+// conditional UpdateMemory, so a str_replace or insert costs one read and
+// one write. (The write goes to the memory that was read, by ID: if another
+// agent renamed it in between without changing its content, the edit
+// follows it.) An unknown name first lists its parent directory.
+//
 // Directory operations. Deleting a directory deletes every memory below it
 // and renaming a directory renames every memory below it (a path update, so
-// each memory keeps its ID and history). The store has no multi-memory
-// transaction, so these run one memory at a time: a concurrent writer may
-// observe the intermediate state, and a failed directory rename moves back
-// the memories it had already moved.
+// each memory keeps its ID and history), in one transaction when the
+// services offer trove.DirectoryService, otherwise one memory at a time (see
+// storetree).
 package storefs
 
 import (
@@ -33,24 +40,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/memtool"
+	"github.com/trovehq/trove/storetree"
 )
 
 // FS is a memtool.FS over one memory store. It is safe for concurrent use.
 // Create it with New.
 type FS struct {
-	svc       trove.Services
-	storeID   string
-	limits    trove.Limits
+	t         *storetree.Tree
 	principal *trove.Principal
-
-	mu    sync.Mutex
-	ids   map[string]string   // memory path → memory ID, a hint checked on every use
-	empty map[string]struct{} // rel names of directories remembered as empty
 }
 
 // Options configure an FS.
@@ -68,17 +69,7 @@ type Options struct {
 // New returns an FS over the store storeID reached through svc. It does not
 // contact the store; a missing store shows up as errors from the first call.
 func New(svc trove.Services, storeID string, opt Options) *FS {
-	if opt.Limits.MaxPathBytes == 0 {
-		opt.Limits = trove.DefaultLimits()
-	}
-	return &FS{
-		svc:       svc,
-		storeID:   storeID,
-		limits:    opt.Limits,
-		principal: opt.Principal,
-		ids:       map[string]string{},
-		empty:     map[string]struct{}{},
-	}
+	return &FS{t: storetree.New(svc, storeID, opt.Limits), principal: opt.Principal}
 }
 
 // with returns ctx with the FS's principal when ctx has none.
@@ -90,36 +81,17 @@ func (f *FS) with(ctx context.Context) context.Context {
 }
 
 // StoreID returns the store the FS is bound to.
-func (f *FS) StoreID() string { return f.storeID }
+func (f *FS) StoreID() string { return f.t.StoreID() }
 
 var _ memtool.FS = (*FS)(nil)
 
 // memPath maps an engine name ("a/b.md", "" for the root) to a memory path.
-func memPath(name string) string { return "/" + name }
-
-// prefixOf is the list prefix of the directory name.
-func prefixOf(name string) string {
-	if name == "" {
-		return "/"
-	}
-	return "/" + name + "/"
-}
-
-func parentOf(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		return name[:i]
-	}
-	return ""
-}
-
-func baseOf(name string) string { return name[strings.LastIndexByte(name, '/')+1:] }
+var memPath = storetree.MemPath
 
 // validName reports whether name can be a memory path at all (the store's
 // rules are stricter than the engine's: NFC, no format characters, at most
 // 20 segments).
-func (f *FS) validName(name string) error {
-	return trove.ValidatePath(memPath(name), f.limits.MaxPathBytes, f.limits.MaxPathSegments)
-}
+func (f *FS) validName(name string) error { return f.t.ValidPath(memPath(name)) }
 
 // storeError wraps a store error with the operation that failed (for logs).
 type storeError struct {
@@ -150,139 +122,27 @@ func (f *FS) fail(op string, err error) error {
 	return se
 }
 
-// ---- lookups ----
-
 // lookup returns the live memory at name, or nil if none. With content it
 // returns the memory with its content.
 func (f *FS) lookup(ctx context.Context, name string, content bool) (*trove.Memory, error) {
-	p := memPath(name)
 	view := trove.ViewBasic
 	if content {
 		view = trove.ViewFull
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		f.mu.Lock()
-		id, ok := f.ids[p]
-		f.mu.Unlock()
-		if !ok {
-			var err error
-			id, err = f.scanFor(ctx, name)
-			if err != nil || id == "" {
-				return nil, err
-			}
-		}
-		m, err := f.svc.GetMemory(ctx, f.storeID, id, view)
-		switch {
-		case trove.ErrorCode(err) == trove.ENOTFOUND:
-			f.forget(p, id)
-			if ok {
-				continue // stale hint: scan
-			}
-			continue // deleted between the scan and the read: scan again
-		case err != nil:
-			return nil, f.fail("get memory", err)
-		case m.Path != p:
-			f.forget(p, id) // renamed away
-			f.remember(m.Path, m.ID)
-			continue
-		}
-		return m, nil
+	m, err := f.t.Lookup(ctx, memPath(name), view)
+	if err != nil {
+		return nil, f.fail("lookup", err)
 	}
-	return nil, f.fail("lookup", trove.Errorf(trove.EUNAVAILABLE, "the memory at %s kept changing while it was read", p))
-}
-
-func (f *FS) forget(p, id string) {
-	f.mu.Lock()
-	if f.ids[p] == id {
-		delete(f.ids, p)
-	}
-	f.mu.Unlock()
-}
-
-func (f *FS) remember(p, id string) {
-	f.mu.Lock()
-	f.ids[p] = id
-	f.mu.Unlock()
-}
-
-// scanFor lists the parent directory of name and returns the ID of the
-// memory at name, or "" if there is none. Every memory seen is remembered.
-func (f *FS) scanFor(ctx context.Context, name string) (string, error) {
-	p := memPath(name)
-	found := ""
-	err := f.list(ctx, prefixOf(parentOf(name)), 1, func(it trove.MemoryListItem) bool {
-		if it.Memory != nil && it.Memory.Path == p {
-			found = it.Memory.ID
-			return false
-		}
-		return true
-	})
-	return found, err
-}
-
-// list calls fn for every item of a listing until fn returns false.
-func (f *FS) list(ctx context.Context, prefix string, depth int, fn func(trove.MemoryListItem) bool) error {
-	cursor := ""
-	for {
-		page, err := f.svc.ListMemories(ctx, f.storeID, trove.ListMemoriesParams{
-			PathPrefix: prefix, Depth: depth, Limit: f.limits.MaxPageSize, Cursor: cursor, View: trove.ViewBasic,
-		})
-		if err != nil {
-			return f.fail("list memories", err)
-		}
-		for _, it := range page.Data {
-			if it.Memory != nil {
-				f.remember(it.Memory.Path, it.Memory.ID)
-			}
-			if !fn(it) {
-				return nil
-			}
-		}
-		if page.NextPage == "" {
-			return nil
-		}
-		cursor = page.NextPage
-	}
+	return m, nil
 }
 
 // hasChildren reports whether some memory lies below the directory name.
 func (f *FS) hasChildren(ctx context.Context, name string) (bool, error) {
-	page, err := f.svc.ListMemories(ctx, f.storeID, trove.ListMemoriesParams{
-		PathPrefix: prefixOf(name), Depth: 1, Limit: 1, View: trove.ViewBasic,
-	})
+	ok, err := f.t.HasChildren(ctx, memPath(name))
 	if err != nil {
 		return false, f.fail("list memories", err)
 	}
-	return len(page.Data) > 0, nil
-}
-
-// isRemembered reports whether name is a remembered empty directory.
-func (f *FS) isRemembered(name string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.empty[name]
-	return ok
-}
-
-// rememberEmpty records the ancestors of name (not the root) as directories
-// that exist even when no memory is below them.
-func (f *FS) rememberEmpty(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for d := parentOf(name); d != ""; d = parentOf(d) {
-		f.empty[d] = struct{}{}
-	}
-}
-
-// dropEmpty forgets name and every remembered directory below it.
-func (f *FS) dropEmpty(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for d := range f.empty {
-		if d == name || strings.HasPrefix(d, name+"/") {
-			delete(f.empty, d)
-		}
-	}
+	return ok, nil
 }
 
 // kind is what a name is in the store.
@@ -297,7 +157,7 @@ const (
 )
 
 // classify returns what name is, with the memory (content filled when
-// content is set) for a file.
+// content is set) for a file. A name whose ID is indexed costs one read.
 func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *trove.Memory, error) {
 	if name == "" {
 		return kDir, nil, nil
@@ -305,9 +165,7 @@ func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *tr
 	if f.validName(name) != nil {
 		return kInvalid, nil, nil
 	}
-	f.mu.Lock()
-	_, cached := f.ids[memPath(name)]
-	f.mu.Unlock()
+	_, cached := f.t.Cached(memPath(name))
 	checkedDir := false
 	if !cached {
 		// Probably a directory or nothing: one cheap listing tells a
@@ -338,17 +196,17 @@ func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *tr
 		}
 	}
 	// Nothing at name. Is a parent a file?
-	for a := parentOf(name); a != ""; a = parentOf(a) {
+	for a := storetree.Parent(name); a != ""; a = storetree.Parent(a) {
 		am, err := f.lookup(ctx, a, false)
 		if err != nil {
 			return kNone, nil, err
 		}
 		if am != nil {
-			f.dropEmpty(a)
+			f.t.ForgetTree(memPath(a))
 			return kNotDir, nil, nil
 		}
 	}
-	if f.isRemembered(name) {
+	if f.t.IsRemembered(memPath(name)) {
 		return kDir, nil, nil
 	}
 	return kNone, nil, nil
@@ -387,21 +245,21 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]memtool.Info, error) {
 	}
 	var out []memtool.Info
 	seen := map[string]bool{}
-	err := f.list(ctx, prefixOf(name), 1, func(it trove.MemoryListItem) bool {
+	err := f.t.List(ctx, memPath(name), 1, trove.ViewBasic, func(it trove.MemoryListItem) bool {
 		switch {
 		case it.Memory != nil:
-			b := baseOf(it.Memory.Path)
+			b := storetree.Base(it.Memory.Path)
 			seen[b] = true
 			out = append(out, memtool.Info{Name: b, Kind: memtool.KindFile, Size: int64(it.Memory.SizeBytes)})
 		case it.Prefix != nil:
-			b := baseOf(strings.TrimSuffix(it.Prefix.Path, "/"))
+			b := storetree.Base(strings.TrimSuffix(it.Prefix.Path, "/"))
 			seen[b] = true
 			out = append(out, memtool.Info{Name: b, Kind: memtool.KindDir})
 		}
 		return true
 	})
 	if err != nil {
-		return nil, err
+		return nil, f.fail("list memories", err)
 	}
 	if len(out) == 0 && name != "" {
 		k, _, err := f.classify(ctx, name, false)
@@ -415,35 +273,23 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]memtool.Info, error) {
 			return nil, memtool.ErrNotExist
 		}
 	}
-	f.mu.Lock()
-	for d := range f.empty {
-		if parentOf(d) == name && !seen[baseOf(d)] {
-			out = append(out, memtool.Info{Name: baseOf(d), Kind: memtool.KindDir})
+	for _, b := range f.t.RememberedIn(memPath(name)) {
+		if !seen[b] {
+			out = append(out, memtool.Info{Name: b, Kind: memtool.KindDir})
 		}
 	}
-	f.mu.Unlock()
 	return out, nil
 }
 
 // ReadFile returns the content of the memory at name and its SHA-256 as the
-// Version. It returns memtool.ErrTooLarge when the content is larger than
-// maxBytes (maxBytes >= 0), memtool.ErrIsDir for a directory,
-// memtool.ErrNotDir or memtool.ErrNotExist.
+// Version: one GetMemory when the name's ID is indexed. It returns
+// memtool.ErrTooLarge when the content is larger than maxBytes
+// (maxBytes >= 0), memtool.ErrIsDir for a directory, memtool.ErrNotDir or
+// memtool.ErrNotExist.
 func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte, memtool.Version, error) {
 	ctx = f.with(ctx)
 	if name != "" && f.validName(name) != nil {
 		return nil, "", memtool.ErrNotExist
-	}
-	if name != "" && maxBytes >= 0 && maxBytes < int64(f.limits.MaxContentBytes) {
-		// Check the size first so that a memory over the limit is not
-		// transferred (no memory can exceed the store's content limit).
-		m, err := f.lookup(ctx, name, false)
-		if err != nil {
-			return nil, "", err
-		}
-		if m != nil && maxBytes >= 0 && int64(m.SizeBytes) > maxBytes {
-			return nil, "", memtool.ErrTooLarge
-		}
 	}
 	k, m, err := f.classify(ctx, name, true)
 	if err != nil {
@@ -466,11 +312,12 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 // WriteFile writes one memory version. With ifMatch == "" it creates the
 // memory (memtool.ErrExist if name is a memory or a directory,
 // memtool.ErrNotDir if a parent is a memory); otherwise it updates the
-// memory's content with ifMatch as the content_sha256 precondition
-// (memtool.ErrConflict if the content changed or the memory is gone,
-// memtool.ErrIsDir for a directory). Other store refusals (archived store,
-// memory limit, invalid path or content, read-only access) are returned as
-// a *memtool.Refusal wrapping the *trove.Error.
+// memory's content with ifMatch as the content_sha256 precondition — one
+// UpdateMemory when the name's ID is indexed (memtool.ErrConflict if the
+// content changed or the memory is gone, memtool.ErrIsDir for a directory).
+// Other store refusals (archived store, memory limit, invalid path or
+// content, read-only access) are returned as a *memtool.Refusal wrapping
+// the *trove.Error.
 func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch memtool.Version) (memtool.Version, error) {
 	ctx = f.with(ctx)
 	if name == "" {
@@ -491,51 +338,51 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 	content := string(data)
 	p := memPath(name)
 	if ifMatch == "" {
-		if f.isRemembered(name) {
+		if f.t.IsRemembered(p) {
 			if k, _, err := f.classify(ctx, name, false); err != nil {
 				return "", err
 			} else if k == kDir {
 				return "", memtool.ErrExist
 			}
 		}
-		m, err := f.svc.CreateMemory(ctx, f.storeID, trove.CreateMemoryParams{Path: p, Content: content})
+		m, err := f.t.Create(ctx, p, content)
 		if err != nil {
 			return "", f.pathConflict(ctx, "create", name, err)
 		}
-		f.remember(m.Path, m.ID)
-		f.clearAbove(name)
+		f.clearAbove(p)
 		return memtool.Version(m.SHA256), nil
 	}
 	if !isSHA256(string(ifMatch)) {
 		// Not a version this FS handed out: it cannot match any content.
 		return "", memtool.ErrConflict
 	}
-	m, err := f.lookup(ctx, name, false)
-	if err != nil {
-		return "", err
-	}
-	if m == nil {
-		k, _, err := f.classify(ctx, name, false)
+	e, ok := f.t.Cached(p)
+	if !ok {
+		m, err := f.lookup(ctx, name, false)
 		if err != nil {
 			return "", err
 		}
-		if k == kDir {
-			return "", memtool.ErrIsDir
+		if m == nil {
+			k, _, err := f.classify(ctx, name, false)
+			if err != nil {
+				return "", err
+			}
+			if k == kDir {
+				return "", memtool.ErrIsDir
+			}
+			return "", memtool.ErrConflict
 		}
-		return "", memtool.ErrConflict
+		e = *m
 	}
-	u, err := f.svc.UpdateMemory(ctx, f.storeID, m.ID, trove.UpdateMemoryParams{
-		Content: &content, PreconditionSHA256: string(ifMatch),
-	})
+	u, err := f.t.Update(ctx, e.ID, trove.UpdateMemoryParams{Content: &content, PreconditionSHA256: string(ifMatch)})
 	switch trove.ErrorCode(err) {
 	case "":
 	case trove.EPRECONDITION, trove.ENOTFOUND:
-		f.forget(p, m.ID)
+		f.t.Forget(e.ID)
 		return "", memtool.ErrConflict
 	default:
 		return "", f.fail("update", err)
 	}
-	f.remember(u.Path, u.ID)
 	return memtool.Version(u.SHA256), nil
 }
 
@@ -553,19 +400,11 @@ func isSHA256(s string) bool {
 	return true
 }
 
-// clearAbove forgets remembered empty directories that name (now a memory)
-// makes implied or impossible.
-func (f *FS) clearAbove(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for d := parentOf(name); d != ""; d = parentOf(d) {
-		delete(f.empty, d)
-	}
-	for d := range f.empty {
-		if d == name || strings.HasPrefix(d, name+"/") {
-			delete(f.empty, d)
-		}
-	}
+// clearAbove forgets remembered empty directories that the memory at p
+// makes implied (above it) or impossible (at or below it).
+func (f *FS) clearAbove(p string) {
+	f.t.ForgetAbove(p)
+	f.t.ForgetTree(p)
 }
 
 // pathConflict maps a create or rename error at name: EPATHCONFLICT with
@@ -577,7 +416,7 @@ func (f *FS) pathConflict(ctx context.Context, op, name string, err error) error
 		return f.fail(op, err)
 	}
 	p := memPath(name)
-	if te.ConflictingPath != "" && te.ConflictingPath != p && strings.HasPrefix(p, te.ConflictingPath+"/") {
+	if te.ConflictingPath != "" && storetree.IsBelow(p, te.ConflictingPath) {
 		return memtool.ErrNotDir
 	}
 	if te.ConflictingPath == "" {
@@ -590,9 +429,9 @@ func (f *FS) pathConflict(ctx context.Context, op, name string, err error) error
 }
 
 // Remove deletes the memory at name, or every memory below the directory
-// name (one deletion each, no precondition: delete is unconditional in the
-// memory tool). The parent directory stays visible to this instance. It
-// returns memtool.ErrNotExist or memtool.ErrNotDir.
+// name (no precondition: delete is unconditional in the memory tool). The
+// parent directory stays visible to this instance. It returns
+// memtool.ErrNotExist or memtool.ErrNotDir.
 func (f *FS) Remove(ctx context.Context, name string) error {
 	ctx = f.with(ctx)
 	if name == "" {
@@ -602,37 +441,22 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	p := memPath(name)
 	switch k {
 	case kFile:
-		if err := f.svc.DeleteMemory(ctx, f.storeID, m.ID, ""); err != nil {
+		if err := f.t.Delete(ctx, m.ID, ""); err != nil {
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				f.forget(m.Path, m.ID)
 				return memtool.ErrNotExist
 			}
 			return f.fail("delete", err)
 		}
-		f.forget(m.Path, m.ID)
-		f.rememberEmpty(name)
+		f.t.RememberParents(p)
 		return nil
 	case kDir:
-		var victims []trove.Memory
-		if err := f.list(ctx, prefixOf(name), 0, func(it trove.MemoryListItem) bool {
-			if it.Memory != nil {
-				victims = append(victims, *it.Memory)
-			}
-			return true
-		}); err != nil {
-			return err
+		if _, err := f.t.DeleteDir(ctx, p); err != nil {
+			return f.fail("delete", err)
 		}
-		for _, v := range victims {
-			err := f.svc.DeleteMemory(ctx, f.storeID, v.ID, "")
-			if err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
-				return f.fail("delete", err)
-			}
-			f.forget(v.Path, v.ID)
-		}
-		f.dropEmpty(name)
-		f.rememberEmpty(name)
+		f.t.RememberParents(p)
 		return nil
 	case kNotDir:
 		return memtool.ErrNotDir
@@ -670,99 +494,32 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	if err != nil {
 		return err
 	}
+	oldP, newP := memPath(oldname), memPath(newname)
 	switch ok {
 	case kFile:
-		np := memPath(newname)
-		u, err := f.svc.UpdateMemory(ctx, f.storeID, m.ID, trove.UpdateMemoryParams{Path: &np})
-		if err != nil {
+		if _, err := f.t.Update(ctx, m.ID, trove.UpdateMemoryParams{Path: &newP}); err != nil {
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				f.forget(m.Path, m.ID)
 				return memtool.ErrNotExist
 			}
 			return f.pathConflict(ctx, "rename", newname, err)
 		}
-		f.forget(m.Path, m.ID)
-		f.remember(u.Path, u.ID)
-		f.rememberEmpty(oldname)
-		f.clearAbove(newname)
+		f.t.RememberParents(oldP)
+		f.clearAbove(newP)
 		return nil
 	case kDir:
-		return f.renameDir(ctx, oldname, newname)
-	case kNotDir:
-		return memtool.ErrNotExist
+		moved, err := f.t.RenameDir(ctx, oldP, newP)
+		if err != nil {
+			return f.pathConflict(ctx, "rename", newname, err)
+		}
+		if len(moved) == 0 {
+			f.t.RememberDir(newP)
+		}
+		f.t.RememberParents(oldP)
+		f.t.ForgetAbove(newP)
+		return nil
 	}
 	return memtool.ErrNotExist
 }
 
-func (f *FS) renameDir(ctx context.Context, oldname, newname string) error {
-	var moving []trove.Memory
-	if err := f.list(ctx, prefixOf(oldname), 0, func(it trove.MemoryListItem) bool {
-		if it.Memory != nil {
-			moving = append(moving, *it.Memory)
-		}
-		return true
-	}); err != nil {
-		return err
-	}
-	oldP, newP := memPath(oldname), memPath(newname)
-	var done []trove.Memory // moved, with their old paths
-	var fail error
-	for _, m := range moving {
-		np := newP + strings.TrimPrefix(m.Path, oldP)
-		if err := f.validName(strings.TrimPrefix(np, "/")); err != nil {
-			fail = f.fail("rename", err)
-			break
-		}
-		u, err := f.svc.UpdateMemory(ctx, f.storeID, m.ID, trove.UpdateMemoryParams{Path: &np})
-		if err != nil {
-			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				continue // deleted meanwhile
-			}
-			fail = f.pathConflict(ctx, "rename", newname, err)
-			break
-		}
-		f.forget(m.Path, m.ID)
-		f.remember(u.Path, u.ID)
-		done = append(done, m)
-	}
-	if fail != nil {
-		// Put back what moved, so the directory is not split in two.
-		for _, m := range done {
-			op := m.Path
-			if _, err := f.svc.UpdateMemory(ctx, f.storeID, m.ID, trove.UpdateMemoryParams{Path: &op}); err == nil {
-				f.remember(op, m.ID)
-			}
-		}
-		return fail
-	}
-	// Move the remembered empty directories below oldname along.
-	f.mu.Lock()
-	for d := range f.empty {
-		if d == oldname || strings.HasPrefix(d, oldname+"/") {
-			delete(f.empty, d)
-			f.empty[newname+strings.TrimPrefix(d, oldname)] = struct{}{}
-		}
-	}
-	f.mu.Unlock()
-	if len(moving) == 0 {
-		f.mu.Lock()
-		f.empty[newname] = struct{}{}
-		f.mu.Unlock()
-	}
-	f.rememberEmpty(oldname)
-	f.clearAboveKeep(newname)
-	return nil
-}
-
-// clearAboveKeep forgets remembered directories above name (they are
-// implied now) but keeps name and those below it.
-func (f *FS) clearAboveKeep(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for d := parentOf(name); d != ""; d = parentOf(d) {
-		delete(f.empty, d)
-	}
-}
-
 // String describes the FS for logs.
-func (f *FS) String() string { return fmt.Sprintf("storefs(%s)", f.storeID) }
+func (f *FS) String() string { return fmt.Sprintf("storefs(%s)", f.t.StoreID()) }

@@ -98,7 +98,7 @@ Otherwise both are kept, and the message on standard error says where.`,
 // otherwise. The copy engine's notable passes are reported on stderr.
 func chooseMounter(mode string, stderr io.Writer) (sessionrun.Mounter, error) {
 	copyMounter := sessionrun.CopyMounter{OnPass: func(ss trove.SessionStore, r *syncer.Report, err error) {
-		if err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined) > 0 || r.Counts[syncer.KindRefuse] > 0 {
+		if err != nil || len(r.Conflicts)+len(r.Errors)+len(r.Quarantined)+len(r.NewUnrepresentable) > 0 || r.Counts[syncer.KindRefuse] > 0 {
 			fmt.Fprintf(stderr, "[trove %s] ", ss.Name)
 			printReport(stderr, r, err, false)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/sessionrun"
 	"github.com/trovehq/trove/syncer"
 )
 
@@ -42,8 +43,11 @@ version and the local bytes are saved next to it as
 <name>.conflict-local-<UTC time><ext>, locally and in the store. A local
 delete reaches the store only after the file stayed gone for 30 s (at most a
 few deletes per pass). Files the store cannot accept (over 100 kB, not UTF-8,
-illegal paths) stay local and are reported. With ":ro" nothing is uploaded
-and local changes are moved to the state directory's quarantine.
+illegal paths) stay local and are reported. Memories whose path cannot be a
+local file (a name over 255 bytes) stay in the store only and are reported;
+--once then exits with status 1. With ":ro" nothing is uploaded and local
+changes are moved to the state directory's quarantine. Conflicts, refusals
+and such paths are also appended to SYNC_NOTICES.md in the state directory.
 
 The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
 TROVE_API_KEY). The last agreed state lives in --state (outside DIR): keep it
@@ -80,11 +84,16 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 			if state == "" {
 				state = defaultSyncState(st.ID, absDir)
 			}
+			notices := sessionrun.NewNotices(filepath.Join(state, sessionrun.NoticesName))
+			report := func(r *syncer.Report, err error, always bool) {
+				printReport(e.stderr, r, err, always)
+				notices.Pass(st.Name, r)
+			}
 			eng, err := syncer.New(syncer.Options{
 				Services: svc, StoreID: st.ID, Dir: absDir, StateDir: state, ReadOnly: readOnly,
 				Interval: interval, Logger: cliLogger(e.stderr, verbose),
 				DeleteGrace: grace, MaxDeletes: maxDel,
-				OnPass: func(r *syncer.Report, err error) { printReport(e.stderr, r, err, false) },
+				OnPass: func(r *syncer.Report, err error) { report(r, err, false) },
 			})
 			if err != nil {
 				return err
@@ -97,7 +106,10 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 			fmt.Fprintf(e.stderr, "syncing %s with store %q (%s, %s); state in %s\n", absDir, st.Name, st.ID, mode, state)
 			if once {
 				rep, err := eng.Flush(ctx)
-				printReport(e.stderr, rep, err, true)
+				report(rep, err, true)
+				if err == nil && rep != nil && len(rep.Unrepresentable) > 0 {
+					return &exitError{code: 1, err: fmt.Errorf("sync: %d store paths cannot be local files and were not synced (listed in %s)", len(rep.Unrepresentable), notices.Path())}
+				}
 				return err
 			}
 			if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
@@ -215,6 +227,13 @@ func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
 	}
 	for _, p := range r.Quarantined {
 		fmt.Fprintf(w, "restored: %s: %s\n", p.Path, p.Reason)
+	}
+	unrep := r.NewUnrepresentable
+	if always {
+		unrep = r.Unrepresentable
+	}
+	for _, p := range unrep {
+		fmt.Fprintf(w, "not synced here: %s: %s (kept in the store)\n", p.Path, p.Reason)
 	}
 	for _, p := range r.Errors {
 		fmt.Fprintf(w, "will retry: %s: %s\n", p.Path, p.Reason)
