@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -167,7 +168,9 @@ func TestSlowListingStretchesTheBound(t *testing.T) {
 	}
 }
 
-// failNthPathUpdate fails the nth path change with EUNAVAILABLE.
+// failNthPathUpdate fails the nth path change with EUNAVAILABLE, and stands
+// for a server without the directory endpoints, so that a directory rename
+// goes one memory at a time.
 type failNthPathUpdate struct {
 	trove.Services
 	n     int
@@ -184,8 +187,13 @@ func (f failNthPathUpdate) UpdateMemory(ctx context.Context, storeID, memoryID s
 	return f.Services.UpdateMemory(ctx, storeID, memoryID, p)
 }
 
-// TestDirRenameRollsBack: when one memory of a directory rename cannot be
-// moved, those already moved go back and the rename fails with EIO.
+func (failNthPathUpdate) RenameDirectory(context.Context, string, trove.RenameDirectoryParams) (*trove.DirectoryChange, error) {
+	return nil, fmt.Errorf("no directory endpoints: %w", errors.ErrUnsupported)
+}
+
+// TestDirRenameRollsBack: when a directory rename goes one memory at a time
+// and one memory cannot be moved, those already moved go back and the
+// rename fails with EIO.
 func TestDirRenameRollsBack(t *testing.T) {
 	b := backend(t)
 	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
