@@ -28,19 +28,10 @@ type tx struct {
 	// transaction): Write uses context.WithoutCancel.
 	ctxOf func(context.Context) context.Context
 	ended atomic.Bool
-	// lone is set for a Read's first run, on a connection with no
-	// transaction open: its first statement runs alone (autocommit, one
-	// snapshot); a second one unwinds fn (panic rerunInTx) so that Read runs
-	// it again inside BEGIN … ROLLBACK. ran records the first.
-	lone, ran bool
-	// locked, set in Writes only, is the committer's cache of the stores
-	// StoreLock read in the current group (see DB.locked).
-	locked map[string]trove.Store
+	// stores, set in Writes only, is the committer's cache of the stores
+	// StoreLock read in the current group; nil in Reads.
+	stores *storeCache
 }
-
-// rerunInTx is the panic value with which a Tx in lone mode stops fn at its
-// second statement (see DB.Read).
-type rerunInTx struct{}
 
 var _ storage.Tx = (*tx)(nil)
 
@@ -58,19 +49,16 @@ func (t *tx) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(err)
 	}
-	if t.lone {
-		if t.ran {
-			panic(rerunInTx{})
-		}
-		t.ran = true
-	}
 	return nil
 }
 
+// exec runs a statement that changes rows. The store cache hears of it
+// before it runs (see storeCache).
 func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
+	t.stores.statement(query)
 	var res sql.Result
 	st, err := t.stmts.get(query)
 	switch {
@@ -343,7 +331,6 @@ func metadataJSON(m map[string]string) (string, error) {
 
 // StoreInsert inserts a new store.
 func (t *tx) StoreInsert(ctx context.Context, s *trove.Store) error {
-	t.storeChanged()
 	meta, err := metadataJSON(s.Metadata)
 	if err != nil {
 		return err
@@ -366,37 +353,28 @@ func (t *tx) StoreGet(ctx context.Context, workspaceID, id string) (*trove.Store
 
 // StoreLock is StoreGet: a SQLite write transaction already holds the
 // database's only write lock, so every StoreLock is serialized. Within one
-// group commit it reads each store once: while the group's transaction
-// holds the write lock only this transaction can change a store, and every
-// change or rollback drops what was read (DB.locked).
+// group commit it reads each store once (see storeCache).
 func (t *tx) StoreLock(ctx context.Context, workspaceID, id string) (*trove.Store, error) {
-	if t.locked == nil {
-		return t.StoreGet(ctx, workspaceID, id)
-	}
-	if st, ok := t.locked[id]; ok {
+	if st, ok := t.stores.get(id); ok {
 		if err := t.check(ctx); err != nil {
 			return nil, err
 		}
 		if st.WorkspaceID != workspaceID {
 			return nil, notFound("memory store", id)
 		}
-		return st.Clone(), nil
+		return st, nil
 	}
 	st, err := t.StoreGet(ctx, workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
-	t.locked[id] = *st.Clone()
+	t.stores.put(st)
 	return st, nil
 }
-
-// storeChanged drops the stores StoreLock read: one is about to change.
-func (t *tx) storeChanged() { clear(t.locked) }
 
 // StoreUpdate replaces name, description, metadata, updated_at and
 // archived_at of s.ID; ENOTFOUND if there is no such store.
 func (t *tx) StoreUpdate(ctx context.Context, s *trove.Store) error {
-	t.storeChanged()
 	meta, err := metadataJSON(s.Metadata)
 	if err != nil {
 		return err
@@ -436,7 +414,6 @@ func (t *tx) StoreList(ctx context.Context, p storage.StoreListParams) ([]trove.
 // StoreDelete deletes a store with all its memories and versions; ENOTFOUND
 // if there is no such store. Sessions that attached it keep their snapshot.
 func (t *tx) StoreDelete(ctx context.Context, id string) error {
-	t.storeChanged()
 	if _, err := t.exec(ctx, `DELETE FROM versions WHERE store_id = ?`, id); err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"StoreList", drvTestStoreList},
 		{"StoreDeleteCascades", drvTestStoreDelete},
 		{"MemoryCRUD", drvTestMemoryCRUD},
+		{"MemoryPointRead", drvTestMemoryPointRead},
 		{"MemoryFindOverlap", drvTestFindOverlap},
 		{"MemoryList", drvTestMemoryList},
 		{"VersionRoundTrip", drvTestVersionRoundTrip},
@@ -429,6 +430,49 @@ func drvTestStoreDelete(t *testing.T, d storage.Driver) {
 }
 
 // ---- memories ----
+
+// drvTestMemoryPointRead: Driver.MemoryGet returns what Tx.MemoryGet does,
+// with and without content, and the same ENOTFOUND for a memory of another
+// store, an unknown ID and a deleted memory; a cancelled context fails it.
+func drvTestMemoryPointRead(t *testing.T, d storage.Driver) {
+	ctx := context.Background()
+	s := drvInsertStore(t, d, drvNewStore("wrkspc_a", drvAt(0)))
+	other := drvInsertStore(t, d, drvNewStore("wrkspc_a", drvAt(0)))
+	m, _ := drvInsertMemory(t, d, s.ID, "/notes/todo.md", "line1\r\n\u00e9", drvAt(1))
+	gone, _ := drvInsertMemory(t, d, s.ID, "/gone.md", "x", drvAt(2))
+	drvWrite(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.MemoryDelete(ctx, s.ID, gone.ID) })
+
+	got, err := d.MemoryGet(ctx, s.ID, m.ID, true)
+	if err != nil {
+		t.Fatalf("MemoryGet: %v", err)
+	}
+	if diff := cmp.Diff(m, got); diff != "" {
+		t.Errorf("MemoryGet full (-want +got):\n%s", diff)
+	}
+	got, err = d.MemoryGet(ctx, s.ID, m.ID, false)
+	if err != nil {
+		t.Fatalf("MemoryGet basic: %v", err)
+	}
+	if diff := cmp.Diff(drvWithoutContent(*m), *got); diff != "" {
+		t.Errorf("MemoryGet basic (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct{ what, store, id string }{
+		{"from another store", other.ID, m.ID},
+		{"unknown", s.ID, "mem_missing"},
+		{"deleted", s.ID, gone.ID},
+	} {
+		got, err := d.MemoryGet(ctx, c.store, c.id, true)
+		drvWantCode(t, "MemoryGet "+c.what, err, trove.ENOTFOUND)
+		if got != nil {
+			t.Errorf("MemoryGet %s = %+v, want nil", c.what, got)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := d.MemoryGet(cctx, s.ID, m.ID, true); err == nil {
+		t.Error("MemoryGet with a cancelled context succeeded")
+	}
+}
 
 func drvTestMemoryCRUD(t *testing.T, d storage.Driver) {
 	ctx := context.Background()
