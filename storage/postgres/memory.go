@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
 )
