@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 	"github.com/trovehq/trove/storage/storagetest"
@@ -37,8 +38,18 @@ func openTest(t *testing.T) *sqlite.DB {
 	return db
 }
 
+// TestDriverConformance runs the port's conformance suite, one database
+// file per test.
 func TestDriverConformance(t *testing.T) {
+	t.Parallel()
 	storagetest.RunDriver(t, func(t *testing.T) storage.Driver { return openTest(t) })
+}
+
+// TestCoreConformance runs core's conformance suite over the driver, one
+// database file per test.
+func TestCoreConformance(t *testing.T) {
+	t.Parallel()
+	coretest.Run(t, func(t *testing.T) storage.Driver { return openTest(t) })
 }
 
 func TestMigrateOnDemand(t *testing.T) {
