@@ -13,7 +13,8 @@
 //   - Times are stored with at least microsecond precision and returned in UTC.
 //   - Content is stored byte for byte.
 //
-// The conformance suite in storage/storagetest runs against every driver.
+// Two conformance suites run against every driver: storage/storagetest
+// checks this port's contracts, core/coretest checks core over the driver.
 package storage
 
 import (

@@ -53,6 +53,7 @@ func TestCoreConformance(t *testing.T) {
 }
 
 func TestMigrateOnDemand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	db, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -86,6 +87,7 @@ func TestMigrateOnDemand(t *testing.T) {
 }
 
 func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	const n = 4
@@ -124,6 +126,7 @@ func TestConcurrentMigrate(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	db := openAt(t, path)
@@ -151,6 +154,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, err := sqlite.Open(ctx, "", sqlite.Options{})
 	if trove.ErrorCode(err) != trove.EINVALID {
@@ -163,6 +167,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestPathConflictNamesTheMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := testStore()
@@ -193,6 +198,7 @@ func TestPathConflictNamesTheMemory(t *testing.T) {
 // while the child is killed with SIGKILL, and every acknowledged memory must
 // be in the database.
 func TestAcknowledgedWritesSurviveKill(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(killChildEnv) != "" {
 		t.Skip("this is the child process")
 	}
@@ -365,6 +371,7 @@ func TestRawBaseline(t *testing.T) {
 }
 
 func TestOpenPathWithURICharacters(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a b?c#d%20e")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
