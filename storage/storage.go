@@ -29,7 +29,7 @@ type Driver interface {
 	// Read runs fn once, in a read-only transaction in which every
 	// statement sees one consistent snapshot, and returns fn's error as is
 	// (database errors translated). The Tx must be used on fn's goroutine
-	// only. A panic in fn ends the transaction and goes on up.
+	// only.
 	Read(ctx context.Context, fn func(Tx) error) error
 	// MemoryGet is Tx.MemoryGet run as one statement outside any
 	// transaction: a single statement sees one snapshot of its own, so the

@@ -13,12 +13,14 @@ import (
 	"github.com/trovehq/trove/storage"
 )
 
-// tx implements storage.Tx over a *sql.Tx (Read) or the writer connection
-// inside a savepoint (Write).
+// tx implements storage.Tx on one connection: a read connection inside
+// BEGIN … ROLLBACK (Read) or with no transaction for its one statement
+// (DB.MemoryGet), or the writer connection inside the group's transaction,
+// possibly in a savepoint (Write).
 type tx struct {
 	q querier
 	// stmts, when set, caches prepared statements on the connection q
-	// runs on (the writer's); nil means statements are prepared per call.
+	// runs on; nil means statements are prepared per call.
 	stmts *stmtCache
 	// ctxOf derives the context statements run with. Writes share one
 	// transaction, so their statements must not be interrupted by one
