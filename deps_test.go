@@ -21,6 +21,7 @@ var forbidden = map[string][]string{
 	"storage":              {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres"},
 	"storage/sqlite/...":   {"/core", "/httpapi", "/storage/postgres"},
 	"storage/postgres/...": {"/core", "/httpapi", "/storage/sqlite"},
+	"storage/storagetest":  {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres"},
 	"core/...":             {"/httpapi", "/storage/sqlite", "/storage/postgres", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver"},
 	"httpapi/...":          {"/core", "/storage", "/storage/sqlite", "/storage/postgres"},
 	"memtool/...":          {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi"},
@@ -32,6 +33,21 @@ var forbidden = map[string][]string{
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
 	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
+}
+
+// testKits are conformance suites that only tests may import: no non-test
+// file outside the kit itself imports them.
+var testKits = []string{"/core/coretest", "/storage/storagetest"}
+
+// testKitImport returns the kit that a non-test file in dir must not import
+// as rel (a module path relative to the module root), or "".
+func testKitImport(dir, rel string) string {
+	for _, kit := range testKits {
+		if rel == kit && dir != strings.TrimPrefix(kit, "/") {
+			return kit
+		}
+	}
+	return ""
 }
 
 func TestDependencyDirections(t *testing.T) {
@@ -51,9 +67,6 @@ func TestDependencyDirections(t *testing.T) {
 		}
 		dir := filepath.ToSlash(filepath.Dir(path))
 		rules := rulesFor(dir)
-		if len(rules) == 0 {
-			return nil
-		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -63,8 +76,12 @@ func TestDependencyDirections(t *testing.T) {
 			if !strings.HasPrefix(p, module+"/") {
 				continue
 			}
-			if bad := forbiddenImport(rules, strings.TrimPrefix(p, module)); bad != "" {
+			rel := strings.TrimPrefix(p, module)
+			if bad := forbiddenImport(rules, rel); bad != "" {
 				t.Errorf("%s imports %s, which the layout forbids (rule %q)", path, p, bad)
+			}
+			if kit := testKitImport(dir, rel); kit != "" {
+				t.Errorf("%s imports the test kit %s, which only tests may import", path, p)
 			}
 		}
 		return nil
@@ -117,10 +134,31 @@ func TestForbiddenImport(t *testing.T) {
 		{"sessionrun", "/core", true},
 		{"sessionrun", "/cmd/trove/cli", true},
 		{"cmd/trove/cli", "/sessionrun", false},
+		{"storage/storagetest", "/core", true},
+		{"core/coretest", "/storage/sqlite", true},
+		{"core/coretest", "/storage", false},
 	}
 	for _, tt := range tests {
 		if got := forbiddenImport(rulesFor(tt.dir), tt.rel) != ""; got != tt.want {
 			t.Errorf("%s importing %s: forbidden=%v, want %v", tt.dir, tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestTestKitImport(t *testing.T) {
+	tests := []struct {
+		dir, rel string
+		want     bool
+	}{
+		{"core", "/core/coretest", true},
+		{"cmd/trove/cli", "/storage/storagetest", true},
+		{"core/coretest", "/core/coretest", false},
+		{"core/coretest", "/storage", false},
+		{"storage/sqlite", "/storage", false},
+	}
+	for _, tt := range tests {
+		if got := testKitImport(tt.dir, tt.rel) != ""; got != tt.want {
+			t.Errorf("%s importing %s: test kit=%v, want %v", tt.dir, tt.rel, got, tt.want)
 		}
 	}
 }

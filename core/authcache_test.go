@@ -54,6 +54,7 @@ func twoServices(t *testing.T, ttl time.Duration, clk *fakeClock) (here, there *
 // Service is refused at once; one revoked through another Service (another
 // process) keeps working until TTL after it was last verified, no longer.
 func TestAuthCacheRevocation(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	ctx := context.Background()
 	auth := func(s *core.Service, secret string) error {

@@ -47,6 +47,7 @@ func referenceList(paths []string, prefix string, depth int) []string {
 // depths (0 or 1, the only valid ones) and limits and compares the concatenated pages with
 // referenceList.
 func TestListMemoriesMatchesReference(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"a", "b", "a-b", "a.md", "b0", "c", "z"}
 	for round := range 20 {
@@ -124,6 +125,7 @@ func TestListMemoriesMatchesReference(t *testing.T) {
 // TestListMemoriesDepth checks that depth 0 and 1 are the only valid
 // depths: any other is EINVALID naming the rule, before the store is read.
 func TestListMemoriesDepth(t *testing.T) {
+	t.Parallel()
 	svc := core.New(newMemDriver(), core.Options{})
 	ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: "wrkspc_t", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_t"}})
 	st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: "s"})

@@ -54,6 +54,12 @@ func (d *memDriver) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	return fn(&memTx{st: d.st})
 }
 
+func (d *memDriver) MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return (&memTx{st: d.st}).MemoryGet(ctx, storeID, id, withContent)
+}
+
 func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -96,20 +96,22 @@ func (s *Service) GetMemory(ctx context.Context, storeID, memoryID string, view 
 	if err != nil {
 		return nil, err
 	}
+	// Fast path, one statement (storage.Driver.MemoryGet): a store's
+	// workspace never changes, and a memory row exists only while its store
+	// does (StoreDelete deletes both in one transaction), so for a store
+	// known to be the caller's a memory found is one the full check would
+	// return too. Not found: check the store, for the right error.
+	if pr.CanRead(storeID) && s.owners.owns(storeID, pr.WorkspaceID) {
+		m, err := s.db.MemoryGet(ctx, storeID, memoryID, view == trove.ViewFull)
+		if trove.ErrorCode(err) != trove.ENOTFOUND {
+			if err != nil {
+				return nil, s.mapErr(ctx, "GetMemory", err)
+			}
+			return withView(m, view), nil
+		}
+	}
 	var out *trove.Memory
 	err = s.read(ctx, "GetMemory", func(tx storage.Tx) error {
-		// Fast path: a store's workspace never changes, and a memory row
-		// exists only while its store does (StoreDelete deletes both in
-		// one transaction), so for a store known to be the caller's a
-		// memory found in this snapshot is one the full check would
-		// return too. Not found: check the store, for the right error.
-		if pr.CanRead(storeID) && s.owners.owns(storeID, pr.WorkspaceID) {
-			m, err := tx.MemoryGet(ctx, storeID, memoryID, view == trove.ViewFull)
-			if trove.ErrorCode(err) != trove.ENOTFOUND {
-				out = m
-				return err
-			}
-		}
 		if _, err := s.readableStore(ctx, tx, pr, storeID); err != nil {
 			return err
 		}

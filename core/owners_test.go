@@ -16,6 +16,7 @@ import (
 // still gets ENOTFOUND for the store, a deleted store's memory is ENOTFOUND
 // naming the store, a missing memory of a live store names the memory.
 func TestGetMemoryKnownStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
 	if err != nil {

@@ -13,7 +13,8 @@
 //   - Times are stored with at least microsecond precision and returned in UTC.
 //   - Content is stored byte for byte.
 //
-// The conformance suite in storage/storagetest runs against every driver.
+// Two conformance suites run against every driver: storage/storagetest
+// checks this port's contracts, core/coretest checks core over the driver.
 package storage
 
 import (
@@ -25,18 +26,17 @@ import (
 
 // Driver is an open database.
 type Driver interface {
-	// Read runs fn in a read-only transaction that sees one consistent
-	// snapshot.
-	//
-	// fn may be run more than once: a driver may start it without a
-	// transaction (a lone statement is its own snapshot, so a point read
-	// needs no BEGIN and ROLLBACK) and, when fn issues a second statement,
-	// abandon that run by unwinding fn with a panic of its own (fn's
-	// deferred calls run) and run fn again inside a transaction. So fn must
-	// only compute its result, assigning rather than accumulating what it
-	// returns, must use the Tx on its own goroutine only, and must not
-	// recover panics; only the last run's result counts.
+	// Read runs fn once, in a read-only transaction in which every
+	// statement sees one consistent snapshot, and returns fn's error as is
+	// (database errors translated). The Tx must be used on fn's goroutine
+	// only.
 	Read(ctx context.Context, fn func(Tx) error) error
+	// MemoryGet is Tx.MemoryGet run as one statement outside any
+	// transaction: a single statement sees one snapshot of its own, so the
+	// point read behind a get needs no BEGIN and ROLLBACK (SQLite) or no
+	// second round trip (PostgreSQL). Same results and errors as
+	// Tx.MemoryGet.
+	MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error)
 	// Write runs fn in a read-write transaction and returns nil only after
 	// the changes fn made are durable (on disk, survive kill -9).
 	//

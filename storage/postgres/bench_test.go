@@ -261,6 +261,11 @@ func (e *benchEnv) driverRead(w, i int) error {
 	})
 }
 
+func (e *benchEnv) driverPoint(w, i int) error {
+	_, err := e.db.MemoryGet(context.Background(), e.stores[w], e.mems[w].ID, true)
+	return err
+}
+
 func (e *benchEnv) coreGet(w, i int) error {
 	_, err := e.svc.GetMemory(e.ctx, e.stores[w], e.mems[w].ID, trove.ViewFull)
 	return err
@@ -278,12 +283,13 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 // BenchmarkRead interleaves raw pgx point reads, driver reads (a REPEATABLE
-// READ READ ONLY transaction) and core GetMemory.
+// READ READ ONLY transaction), the driver's one-statement DB.MemoryGet and
+// core GetMemory (which uses it).
 func BenchmarkRead(b *testing.B) {
 	e := setupBench(b)
 	for _, c := range benchConcurrency {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			runInterleaved(b, c, []variant{{"raw", e.rawRead}, {"driver", e.driverRead}, {"core", e.coreGet}})
+			runInterleaved(b, c, []variant{{"raw", e.rawRead}, {"driver", e.driverRead}, {"point", e.driverPoint}, {"core", e.coreGet}})
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 // memories gets exact per-store counters from migration 0002, which the
 // trigger then keeps (inserts, deletes, the cascade of a store delete).
 func TestMigration0002BackfillsMemoryCount(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema := newSchema(t)
 	c := adminConn(t)

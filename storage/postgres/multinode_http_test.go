@@ -42,6 +42,7 @@ func inProcessCluster(t *testing.T, n int, limits trove.Limits) []*httpNode {
 // memory-limit check through two in-process HTTP servers, each on its own
 // pool.
 func TestMultiNodeHTTPInProcess(t *testing.T) {
+	t.Parallel()
 	testURL(t)
 	const limit = 5
 	nodes := inProcessCluster(t, 2, trove.Limits{MaxMemoriesPerStore: limit})

@@ -43,6 +43,7 @@ func serveCluster(t testing.TB, n int, args ...string) []*httpNode {
 // TestMultiNodeHTTPLinearizable runs the linearizability workload through
 // two `trove serve` processes on one PostgreSQL schema, over real HTTP.
 func TestMultiNodeHTTPLinearizable(t *testing.T) {
+	t.Parallel()
 	testURL(t)
 	nodes := serveCluster(t, 2)
 	storeID, err := nodes[0].CreateStore(context.Background(), "multinode")
@@ -58,6 +59,7 @@ func TestMultiNodeHTTPLinearizable(t *testing.T) {
 // invalid_request_error, and no listing through the API, during the load or
 // after it, ever shows more than 5 memories.
 func TestMultiNodeServeMemoryLimit(t *testing.T) {
+	t.Parallel()
 	testURL(t)
 	const limit, clients, perClient = 5, 16, 4
 	nodes := serveCluster(t, 2, "--max-memories", strconv.Itoa(limit))

@@ -104,6 +104,7 @@ func newStore(t *testing.T, n memAPI) string {
 // TestMultiNodeCoreLinearizable runs the linearizability workload through
 // two core.Services on two pools (two nodes sharing one database).
 func TestMultiNodeCoreLinearizable(t *testing.T) {
+	t.Parallel()
 	nodes := twoCoreNodes(t, trove.Limits{})
 	runWorkload(t, nodes, newStore(t, nodes[0]), 4, 8, 40)
 }
@@ -111,6 +112,7 @@ func TestMultiNodeCoreLinearizable(t *testing.T) {
 // TestMultiNodeCoreMemoryLimit: two nodes creating distinct paths at once
 // never push a store past its memory limit.
 func TestMultiNodeCoreMemoryLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 5
 	nodes := twoCoreNodes(t, trove.Limits{MaxMemoriesPerStore: limit})
 	storeID := newStore(t, nodes[0])

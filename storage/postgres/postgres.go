@@ -201,6 +201,27 @@ func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	})
 }
 
+// MemoryGet is storage.Driver.MemoryGet: one statement in autocommit mode,
+// one round trip. When the pooled connection turns out dead the read is
+// retried on another, as a failed BEGIN is.
+func (db *DB) MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error) {
+	var m *trove.Memory
+	err := db.withConn(ctx, func(c *pgxpool.Conn) error {
+		// sent: no BEGIN is sent, so the statement runs on its own.
+		t := &tx{conn: c.Conn(), sent: true}
+		var err error
+		m, err = t.MemoryGet(ctx, storeID, id, withContent)
+		if err != nil && trove.ErrorCode(err) != trove.ENOTFOUND && c.Conn().IsClosed() {
+			return &beginError{err: err, retry: true}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // Write runs fn in a READ COMMITTED read-write transaction and commits it;
 // nil means the commit succeeded (durable under PostgreSQL's default
 // synchronous_commit). fn is run again, up to a few times, when PostgreSQL

@@ -20,6 +20,7 @@ import (
 func code(err error) string { return trove.ErrorCode(err) }
 
 func TestMigrateConcurrentNodes(t *testing.T) {
+	t.Parallel()
 	url, schema := testURL(t), newSchema(t)
 	ctx := context.Background()
 	// Four "nodes" start at once on an empty schema: exactly one applies
@@ -59,6 +60,7 @@ func TestMigrateConcurrentNodes(t *testing.T) {
 }
 
 func TestOpenRefusesWrongSchemaVersion(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	ctx := context.Background()
 
@@ -91,6 +93,7 @@ func TestOpenRefusesWrongSchemaVersion(t *testing.T) {
 }
 
 func TestOpenUnreachableFailsFast(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	p, purl := newProxy(t, url)
 	p.setMode(proxyDown)
@@ -126,6 +129,7 @@ func newMemory(storeID, path, content string) *trove.Memory {
 // TestDriverSpecifics covers what is particular to this driver; the shared
 // conformance suite covers the port's contract.
 func TestDriverSpecifics(t *testing.T) {
+	t.Parallel()
 	db := openDB(t)
 	ctx := context.Background()
 	st := fixtureStore(t, db, "ws1")
@@ -275,6 +279,7 @@ func TestDriverSpecifics(t *testing.T) {
 // TestStoreLockSerializes shows that StoreLock holds off a second
 // transaction on another pool (another node) until the first commits.
 func TestStoreLockSerializes(t *testing.T) {
+	t.Parallel()
 	url, schema := testURL(t), newSchema(t)
 	a := openDBOn(t, url, schema, postgres.Options{MaxConns: 2})
 	b := openDBOn(t, url, schema, postgres.Options{MaxConns: 2})
@@ -340,6 +345,7 @@ func TestStoreLockSerializes(t *testing.T) {
 // TestStatementTimeout: Options.StatementTimeout bounds statements, but not
 // migrations (Open migrates under a 50 ms timeout here).
 func TestStatementTimeout(t *testing.T) {
+	t.Parallel()
 	db := openDBOn(t, testURL(t), newSchema(t), postgres.Options{StatementTimeout: 50 * time.Millisecond, MaxConns: 1})
 	start := time.Now()
 	_, err := db.Pool().Exec(context.Background(), "SELECT pg_sleep(5)")
@@ -357,6 +363,7 @@ func TestStatementTimeout(t *testing.T) {
 // from the URL (or DSN), else the driver's defaults; a URL's own
 // pool_max_conns or connect_timeout is never overwritten by a default.
 func TestOpenPoolSettings(t *testing.T) {
+	t.Parallel()
 	base := testURL(t)
 	schema := newSchema(t)
 	openDBOn(t, base, schema, postgres.Options{}) // migrate once

@@ -27,6 +27,7 @@ func apiPrincipal(ws string) context.Context {
 // fails calls fast with EUNAVAILABLE (503 at the edge), and the same *DB
 // works again once the database is back, without reopening.
 func TestResilience(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	app := randomName("trove_resilience_")
 	p, purl := newProxy(t, withParam(t, url, "application_name", app))

@@ -85,6 +85,7 @@ func storeExists(t *testing.T, db *DB, id string) bool {
 }
 
 func TestGroupCommitTakesEveryQueuedWrite(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		maxBatch, queued, wantBatches int
 	}{
@@ -137,6 +138,7 @@ func TestGroupCommitTakesEveryQueuedWrite(t *testing.T) {
 }
 
 func TestGroupMembersFailAlone(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{})
 	release, wait := blockCommitter(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -218,6 +220,7 @@ func TestGroupMembersFailAlone(t *testing.T) {
 }
 
 func TestCloseDrainsQueuedWrites(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	db, err := Open(context.Background(), path, Options{AutoMigrate: true})
 	if err != nil {
@@ -283,6 +286,7 @@ func TestCloseDrainsQueuedWrites(t *testing.T) {
 }
 
 func TestTxUnusableAfterFnReturns(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{})
 	ctx := context.Background()
 	var leaked storage.Tx
@@ -301,6 +305,7 @@ func TestTxUnusableAfterFnReturns(t *testing.T) {
 }
 
 func TestBusyDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{BusyTimeout: 50 * time.Millisecond})
 	ctx := context.Background()
 	// Another process (here: another connection) holds the write lock.
@@ -368,6 +373,7 @@ func TestTranslate(t *testing.T) {
 // TestQueryPlansUseIndexes checks that the lookups the brief requires to be
 // index-driven never scan a table nor sort in a temporary B-tree.
 func TestQueryPlansUseIndexes(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{})
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	queries := map[string]sqlQuery{
@@ -477,6 +483,7 @@ func TestBeforeKeyRoundsSubMicroseconds(t *testing.T) {
 }
 
 func TestReadConnectionsSurvivePanicsAndCancellation(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{ReadConns: 2})
 	ctx := context.Background()
 	s := newStore(1)
@@ -513,6 +520,7 @@ func TestReadConnectionsSurvivePanicsAndCancellation(t *testing.T) {
 }
 
 func TestCloseWaitsForReads(t *testing.T) {
+	t.Parallel()
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
@@ -555,6 +563,7 @@ func TestCloseWaitsForReads(t *testing.T) {
 // with memories gets exact per-store counters from migration 0002, which
 // the triggers then keep.
 func TestMigration0002BackfillsMemoryCount(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	ms, err := loadMigrations()
@@ -624,6 +633,7 @@ func TestMigration0002BackfillsMemoryCount(t *testing.T) {
 // with a savepoint per fn, and each caller gets its own result (the others'
 // changes committed exactly once). A lone failing fn is not run again.
 func TestOptimisticGroupRerun(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{})
 	ctx := context.Background()
 	errFail := errors.New("fail")
@@ -684,11 +694,11 @@ func TestOptimisticGroupRerun(t *testing.T) {
 	}
 }
 
-// A Read whose fn runs one statement runs it once, with no transaction; at
-// a second statement the run is abandoned and fn runs again, once, in a
-// transaction, whose statements all see one snapshot. A panic of fn's own
-// still reaches the caller, after a lone statement as in a transaction.
-func TestReadRunsALoneStatementWithoutTransaction(t *testing.T) {
+// Read runs fn exactly once, whatever number of statements it issues, and
+// a panic of fn's own reaches the caller, after which the read pool still
+// works (the connection that was in use is replaced).
+func TestReadRunsFnOnce(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{ReadConns: 1})
 	ctx := context.Background()
 	s := newStore(1)
@@ -698,7 +708,7 @@ func TestReadRunsALoneStatementWithoutTransaction(t *testing.T) {
 	for _, c := range []struct {
 		statements int
 		wantRuns   int
-	}{{0, 1}, {1, 1}, {2, 2}, {5, 2}} {
+	}{{0, 1}, {1, 1}, {2, 1}, {5, 1}} {
 		runs := 0
 		err := db.Read(ctx, func(tx storage.Tx) error {
 			runs++
@@ -740,6 +750,7 @@ func TestReadRunsALoneStatementWithoutTransaction(t *testing.T) {
 // an earlier Write of the group, or restored by that Write's rollback, or
 // asked for from another workspace.
 func TestStoreLockWithinAGroup(t *testing.T) {
+	t.Parallel()
 	db := openInternal(t, Options{})
 	ctx := context.Background()
 	s := newStore(1)

@@ -84,11 +84,9 @@ type DB struct {
 	mu      sync.RWMutex // guards closed and sends on reqs
 	close   sync.Once
 
-	// locked caches, for the committer only, the stores StoreLock read in
-	// the current group. It is emptied when a group begins (between groups
-	// another process may change a store), when a Write changes a store,
-	// and when a Write fails (its changes are rolled back, or the group is).
-	locked map[string]trove.Store
+	// stores is the committer's cache of the stores StoreLock read in the
+	// current group; it owns its invalidation (see storeCache).
+	stores *storeCache
 
 	// needMigrate is set while the schema is older than the driver's.
 	needMigrate atomic.Bool
@@ -135,7 +133,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		log:    opts.Logger,
 		max:    opts.MaxBatch,
 		reqs:   make(chan *writeReq, 1024),
-		locked: map[string]trove.Store{},
+		stores: newStoreCache(),
 		done:   make(chan struct{}),
 	}
 	if db.log == nil {
@@ -259,17 +257,58 @@ func (db *DB) errMigrate() error {
 		"the database schema at %s is older than this build of trove needs; run `trove migrate`", db.path)
 }
 
-// Read runs fn in a read-only transaction on one WAL snapshot. fn's error is
-// returned as is; database errors are translated (EUNAVAILABLE for a closed
-// or unreachable database). Once ctx is done, the Tx's next statement fails
-// with EUNAVAILABLE; a statement already running finishes.
-//
-// fn first runs with no transaction open: a lone statement is its own
-// snapshot, and a point read then costs no BEGIN and ROLLBACK (about a
-// tenth of an HTTP get's CPU). At a second statement that run is abandoned
-// (storage.Driver.Read allows it) and fn runs again inside BEGIN …
-// ROLLBACK, where every statement sees the snapshot its first one took.
+// Read runs fn in a read-only transaction on one WAL snapshot (BEGIN …
+// ROLLBACK). fn's error is returned as is; database errors are translated
+// (EUNAVAILABLE for a closed or unreachable database). Once ctx is done,
+// the Tx's next statement fails with EUNAVAILABLE; a statement already
+// running finishes. A panic in fn ends the transaction and goes on up.
 func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
+	return db.withReader(ctx, func(rc *readConn) (healthy bool, err error) {
+		// Statements run with a context that cannot be cancelled: with a
+		// cancellable one, modernc.org/sqlite and database/sql each start
+		// a watcher goroutine per statement, which costs more than a point
+		// read. ctx is still checked before every statement (tx.check),
+		// and every statement the driver runs is bounded (point reads,
+		// LIMITed lists).
+		if _, err := rc.exec(context.WithoutCancel(ctx), "BEGIN"); err != nil {
+			return false, translate(err)
+		}
+		t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: context.WithoutCancel}
+		defer func() {
+			t.end()
+			// A read-only transaction has nothing to commit; ROLLBACK just
+			// ends the snapshot (also when fn panics). If it fails, the
+			// connection is replaced rather than reused in an unknown state.
+			_, rerr := rc.exec(context.Background(), "ROLLBACK")
+			healthy = rerr == nil
+		}()
+		return false, fn(t)
+	})
+}
+
+// MemoryGet is storage.Driver.MemoryGet: one statement in autocommit mode,
+// which SQLite runs on a snapshot of its own, so it needs no BEGIN and
+// ROLLBACK.
+func (db *DB) MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error) {
+	var m *trove.Memory
+	err := db.withReader(ctx, func(rc *readConn) (bool, error) {
+		t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: context.WithoutCancel}
+		defer t.end()
+		var err error
+		m, err = t.MemoryGet(ctx, storeID, id, withContent)
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// withReader takes an idle connection of the read pool (waiting while ctx
+// allows), runs f on it and gives it back. f reports whether the connection
+// is fit for reuse; when it is not, or f panics (a statement may have been
+// left open), the connection is closed and the next user opens a new one.
+func (db *DB) withReader(ctx context.Context, f func(rc *readConn) (healthy bool, err error)) error {
 	db.mu.RLock()
 	closed := db.closed
 	db.mu.RUnlock()
@@ -302,47 +341,9 @@ func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 	if err := rc.open(ctx, db.rdb); err != nil {
 		return err
 	}
-	if again, err := readLone(rc, fn); !again {
-		healthy = true
-		return err
-	}
-	// Statements run with a context that cannot be cancelled: with a
-	// cancellable one, modernc.org/sqlite and database/sql each start a
-	// watcher goroutine per statement, which costs more than a point read.
-	// ctx is still checked before every statement (tx.check), and every
-	// statement the driver runs is bounded (point reads, LIMITed lists).
-	if _, err := rc.exec(context.WithoutCancel(ctx), "BEGIN"); err != nil {
-		return translate(err)
-	}
-	t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: context.WithoutCancel}
-	defer func() {
-		t.end()
-		// A read-only transaction has nothing to commit; ROLLBACK just ends
-		// the snapshot (also when fn panics). If it fails, the connection is
-		// replaced rather than reused in an unknown state.
-		if _, err := rc.exec(context.Background(), "ROLLBACK"); err == nil {
-			healthy = true
-		}
-	}()
-	return fn(t)
-}
-
-// readLone runs fn on rc with no transaction open and reports whether fn
-// issued a second statement, which stopped it: it must run again in a
-// transaction. Any other panic goes on up (rc is then replaced: a statement
-// may have been left open).
-func readLone(rc *readConn, fn func(storage.Tx) error) (again bool, err error) {
-	t := &tx{q: rc.c, stmts: rc.stmts, ctxOf: context.WithoutCancel, lone: true}
-	defer t.end()
-	defer func() {
-		if p := recover(); p != nil {
-			if _, ok := p.(rerunInTx); !ok {
-				panic(p)
-			}
-			again = true
-		}
-	}()
-	return false, fn(t)
+	var err error
+	healthy, err = f(rc)
+	return err
 }
 
 // readConn is one connection of the read pool with its statement cache.
@@ -546,14 +547,13 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 			r.err = ctxError(err)
 			continue
 		}
-		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, locked: db.locked}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, stores: db.stores}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err == nil {
 			ran++
 			continue
 		}
-		clear(db.locked) // the group is rolled back
 		if _, err := c.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 			db.log.Debug("sqlite: rollback of an optimistic group", "err", err)
 		}
@@ -585,7 +585,7 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 // group. When that fails, every request of the group gets the error and it
 // returns false.
 func (db *DB) beginGroup(batch []*writeReq) bool {
-	clear(db.locked)
+	db.stores.reset()
 	if _, err := db.execW("BEGIN IMMEDIATE"); err != nil {
 		err = translate(err)
 		for _, r := range batch {
@@ -618,12 +618,11 @@ func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 			db.abort(batch, translate(err))
 			return fnFailed
 		}
-		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, locked: db.locked}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, stores: db.stores}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err != nil {
 			fnFailed = true
-			clear(db.locked) // fn's changes are rolled back
 			// ROLLBACK TO keeps the savepoint open; RELEASE pops it. If the
 			// transaction itself is gone (SQLite rolls it back on some
 			// errors), ROLLBACK TO fails and the whole group must fail.
@@ -666,7 +665,6 @@ func (db *DB) execW(query string) (sql.Result, error) {
 // abort rolls back the group's transaction and fails every request that has
 // not failed on its own: none of the group's changes were committed.
 func (db *DB) abort(batch []*writeReq, err error) {
-	clear(db.locked)
 	if _, rerr := db.wconn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
 		db.log.Debug("sqlite: rollback after a failed group", "err", rerr)
 	}
@@ -679,11 +677,16 @@ func (db *DB) abort(batch []*writeReq, err error) {
 }
 
 // call runs fn, turning a panic into an EINTERNAL error for its caller.
+// When fn fails its changes will be rolled back, so the store cache forgets
+// what it read.
 func (db *DB) call(fn func(storage.Tx) error, t *tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			db.log.Error("sqlite: panic in Write", "panic", p, "stack", string(debug.Stack()))
 			err = &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+		}
+		if err != nil {
+			db.stores.reset()
 		}
 	}()
 	return fn(t)

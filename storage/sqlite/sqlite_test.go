@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 	"github.com/trovehq/trove/storage/storagetest"
@@ -37,11 +38,22 @@ func openTest(t *testing.T) *sqlite.DB {
 	return db
 }
 
+// TestDriverConformance runs the port's conformance suite, one database
+// file per test.
 func TestDriverConformance(t *testing.T) {
+	t.Parallel()
 	storagetest.RunDriver(t, func(t *testing.T) storage.Driver { return openTest(t) })
 }
 
+// TestCoreConformance runs core's conformance suite over the driver, one
+// database file per test.
+func TestCoreConformance(t *testing.T) {
+	t.Parallel()
+	coretest.Run(t, func(t *testing.T) storage.Driver { return openTest(t) })
+}
+
 func TestMigrateOnDemand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	db, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -75,6 +87,7 @@ func TestMigrateOnDemand(t *testing.T) {
 }
 
 func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	const n = 4
@@ -113,6 +126,7 @@ func TestConcurrentMigrate(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trove.db")
 	db := openAt(t, path)
@@ -140,6 +154,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, err := sqlite.Open(ctx, "", sqlite.Options{})
 	if trove.ErrorCode(err) != trove.EINVALID {
@@ -152,6 +167,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestPathConflictNamesTheMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := testStore()
@@ -182,6 +198,7 @@ func TestPathConflictNamesTheMemory(t *testing.T) {
 // while the child is killed with SIGKILL, and every acknowledged memory must
 // be in the database.
 func TestAcknowledgedWritesSurviveKill(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(killChildEnv) != "" {
 		t.Skip("this is the child process")
 	}
@@ -354,6 +371,7 @@ func TestRawBaseline(t *testing.T) {
 }
 
 func TestOpenPathWithURICharacters(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a b?c#d%20e")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package storagetest
+package coretest
 
 import (
 	"context"
@@ -16,30 +16,13 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
-	"github.com/trovehq/trove/storage"
 )
 
-// testCoreDirectories checks core's directory operations (the
-// trove.DirectoryService extension): renames and deletes of a directory
-// with their versions and actors, "/a" against "/ab", conflicts,
-// preconditions, limits, archived stores, sessions, paging within the
-// transaction, and a concurrent create into the directory. Every refused
-// operation must leave the store exactly as it was.
-//
-// Its helpers are its own (prefix dir), so the file stands alone whatever
-// the rest of the suite is called.
-func testCoreDirectories(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Run("Rename", func(t *testing.T) { testDirRename(t, open) })
-	t.Run("RenameNested", func(t *testing.T) { testDirRenameNested(t, open) })
-	t.Run("Delete", func(t *testing.T) { testDirDelete(t, open) })
-	t.Run("Refused", func(t *testing.T) { testDirRefused(t, open) })
-	t.Run("Preconditions", func(t *testing.T) { testDirPreconditions(t, open) })
-	t.Run("Limits", func(t *testing.T) { testDirLimits(t, open) })
-	t.Run("ArchivedStore", func(t *testing.T) { testDirArchived(t, open) })
-	t.Run("Session", func(t *testing.T) { testDirSession(t, open) })
-	t.Run("Paging", func(t *testing.T) { testDirPaging(t, open) })
-	t.Run("ConcurrentCreate", func(t *testing.T) { testDirConcurrentCreate(t, open) })
-}
+// Directory operations (the trove.DirectoryService extension): renames and
+// deletes of a directory with their versions and actors, "/a" against
+// "/ab", conflicts, preconditions, limits, archived stores, sessions, paging
+// within the transaction, and a concurrent create into the directory. Every
+// refused operation must leave the store exactly as it was.
 
 // dirEnv is one service over a fresh database and a workspace API key.
 type dirEnv struct {
@@ -48,7 +31,7 @@ type dirEnv struct {
 	keyID string
 }
 
-func newDirEnv(t *testing.T, open func(t *testing.T) storage.Driver, limits trove.Limits) *dirEnv {
+func newDirEnv(t *testing.T, open Opener, limits trove.Limits) *dirEnv {
 	t.Helper()
 	d := open(t)
 	t.Cleanup(func() { d.Close() })
@@ -212,8 +195,7 @@ func (e *dirEnv) checkVersions(t *testing.T, storeID string, c *trove.DirectoryC
 	}
 }
 
-func testDirRename(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirRename(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, ms := e.fill(t, "/a.md", "/a/x.md", "/a/b/y.md", "/a/b/c/z.md", "/ab/w.md", "/n/other.md")
 	before := map[string]*trove.Memory{}
@@ -261,8 +243,7 @@ func testDirRename(t *testing.T, open func(t *testing.T) storage.Driver) {
 	dirWantCode(t, "rename the old directory again", err, trove.ENOTFOUND)
 }
 
-func testDirRenameNested(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirRenameNested(t *testing.T, open Opener) {
 	cases := []struct {
 		name     string
 		paths    []string
@@ -320,8 +301,7 @@ func testDirRenameNested(t *testing.T, open func(t *testing.T) storage.Driver) {
 	}
 }
 
-func testDirDelete(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirDelete(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, ms := e.fill(t, "/a.md", "/a/x.md", "/a/b/y.md", "/ab/w.md")
 	before := map[string]*trove.Memory{}
@@ -361,8 +341,7 @@ func testDirDelete(t *testing.T, open func(t *testing.T) storage.Driver) {
 
 // testDirRefused checks every refusal that depends on the store's content
 // or the arguments, and that a refused operation changes nothing.
-func testDirRefused(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirRefused(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, ms := e.fill(t, "/a/x.md", "/a/b/y.md", "/a.md", "/t", "/u/v", "/n/x.md", "/m/b", "/k/x.md/deep", "/j/b/y.md/z")
 	otherCtx, _ := e.principal(t, "wrkspc_other")
@@ -426,8 +405,7 @@ func testDirRefused(t *testing.T, open func(t *testing.T) storage.Driver) {
 	}
 }
 
-func testDirPreconditions(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirPreconditions(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, ms := e.fill(t, "/d/x", "/d/y", "/d/z/w", "/other")
 	x, y, w := ms["/d/x"], ms["/d/y"], ms["/d/z/w"]
@@ -477,8 +455,7 @@ func testDirPreconditions(t *testing.T, open func(t *testing.T) storage.Driver) 
 	}
 }
 
-func testDirLimits(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirLimits(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{MaxPathBytes: 24, MaxPathSegments: 4})
 	st, _ := e.fill(t, "/a/b/c", "/a/bbbbbbbbbbbbbbbbbb", "/s/t")
 	mems, n := e.state(t, st.ID)
@@ -500,8 +477,7 @@ func testDirLimits(t *testing.T, open func(t *testing.T) storage.Driver) {
 	}
 }
 
-func testDirArchived(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirArchived(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, _ := e.fill(t, "/d/x", "/d/y", "/k")
 	if _, err := e.svc.ArchiveStore(e.ctx, st.ID); err != nil {
@@ -523,8 +499,7 @@ func testDirArchived(t *testing.T, open func(t *testing.T) storage.Driver) {
 	}
 }
 
-func testDirSession(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirSession(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	rw, rwm := e.fill(t, "/d/x", "/d/y")
 	ro, _ := e.fill(t, "/d/x")
@@ -576,8 +551,7 @@ func testDirSession(t *testing.T, open func(t *testing.T) storage.Driver) {
 
 // testDirPaging renames and deletes a directory larger than one page of the
 // driver listing core reads inside the transaction.
-func testDirPaging(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirPaging(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, err := e.svc.CreateStore(e.ctx, trove.CreateStoreParams{Name: "big"})
 	if err != nil {
@@ -635,8 +609,7 @@ func testDirPaging(t *testing.T, open func(t *testing.T) storage.Driver) {
 // (and then its delete): the create either happened before (and its memory
 // moved, or was deleted, with the rest) or after (and its memory stays at
 // the old path), never half of each.
-func testDirConcurrentCreate(t *testing.T, open func(t *testing.T) storage.Driver) {
-	t.Parallel()
+func testDirConcurrentCreate(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	const rounds, size = 8, 20
 	for r := range rounds {

@@ -1,0 +1,129 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+)
+
+const versionColsTail = `size_bytes, sha256, created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id`
+
+func versionCols(withContent bool) string {
+	c := "NULL::bytea"
+	if withContent {
+		c = "content"
+	}
+	return "id, store_id, memory_id, operation, path, " + c + ", " + versionColsTail
+}
+
+func scanVersion(r scanner) (*trove.MemoryVersion, error) {
+	var v trove.MemoryVersion
+	var op string
+	var content []byte
+	var cbType, cbID, rbType, rbID *string
+	var redacted *time.Time
+	if err := r.Scan(&v.ID, &v.StoreID, &v.MemoryID, &op, &v.Path, &content, &v.SizeBytes, &v.SHA256,
+		&cbType, &cbID, &v.CreatedAt, &redacted, &rbType, &rbID); err != nil {
+		return nil, err
+	}
+	v.Operation = trove.Operation(op)
+	if content != nil {
+		c := string(content)
+		v.Content = &c
+	}
+	v.CreatedBy = actorFrom(cbType, cbID)
+	v.RedactedBy = actorFrom(rbType, rbID)
+	v.CreatedAt, v.RedactedAt = v.CreatedAt.UTC(), utc(redacted)
+	return &v, nil
+}
+
+// VersionInsert appends v; ENOTFOUND when its store does not exist.
+func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
+	cbType, cbID := actorCols(v.CreatedBy)
+	rbType, rbID := actorCols(v.RedactedBy)
+	_, err := t.exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
+		created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		v.ID, v.StoreID, v.MemoryID, string(v.Operation), v.Path, contentBytes(v.Content), v.SizeBytes, v.SHA256,
+		cbType, cbID, v.CreatedAt, v.RedactedAt, rbType, rbID)
+	return translateFK(err, "memory store")
+}
+
+// VersionGet returns a version of storeID, or ENOTFOUND.
+func (t *tx) VersionGet(ctx context.Context, storeID, id string, withContent bool) (*trove.MemoryVersion, error) {
+	v, err := scanVersion(t.queryRow(ctx, "SELECT "+versionCols(withContent)+" FROM versions WHERE id = $1 AND store_id = $2", id, storeID))
+	if err == pgx.ErrNoRows {
+		return nil, notFound("memory version")
+	}
+	return v, translate(err)
+}
+
+// VersionList lists versions by (created_at, id) descending with the
+// filters of p (empty strings are no filter).
+func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]trove.MemoryVersion, error) {
+	var w where
+	w.add("store_id = ?", p.StoreID)
+	if p.MemoryID != "" {
+		w.add("memory_id = ?", p.MemoryID)
+	}
+	actor := func(typ trove.ActorType, id string) {
+		if id != "" {
+			w.add("created_by_type = ? AND created_by_id = ?", string(typ), id)
+		}
+	}
+	actor(trove.ActorSession, p.SessionID)
+	actor(trove.ActorAPI, p.APIKeyID)
+	actor(trove.ActorServiceAccount, p.ServiceAccountID)
+	if p.Operation != "" {
+		w.add("operation = ?", string(p.Operation))
+	}
+	w.timeRange("created_at", p.CreatedAt)
+	w.before(p.Before)
+	q := "SELECT " + versionCols(p.WithContent) + " FROM versions WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
+	q += w.limit(p.Limit)
+	rows, err := t.query(ctx, q, w.args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []trove.MemoryVersion
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, *v)
+	}
+	return out, translate(rows.Err())
+}
+
+// VersionRedact nulls content, path, size and sha256 of a version and sets
+// redacted_at/redacted_by; ENOTFOUND if storeID has no such version.
+func (t *tx) VersionRedact(ctx context.Context, storeID, id string, at time.Time, by trove.Actor) error {
+	bt, bi := actorCols(&by)
+	tag, err := t.exec(ctx, `UPDATE versions SET path = NULL, content = NULL, size_bytes = NULL, sha256 = NULL,
+		redacted_at = $3, redacted_by_type = $4, redacted_by_id = $5 WHERE id = $1 AND store_id = $2`,
+		id, storeID, at, bt, bi)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("memory version")
+	}
+	return nil
+}
+
+// VersionDeleteExpired deletes versions created before cutoff, except those
+// that are the current version of a live memory, and returns how many.
+func (t *tx) VersionDeleteExpired(ctx context.Context, cutoff time.Time) (int, error) {
+	tag, err := t.exec(ctx, `DELETE FROM versions v WHERE v.created_at < $1
+		AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.version_id = v.id)`, cutoff)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
