@@ -299,6 +299,27 @@ var scenarios = []scenario{
 		wantLocal:  map[string]string{"/bad\u2028name": "x"},
 		wantRemote: map[string]string{},
 		history:    map[string][]string{}},
+	{name: "look-alike names are refused: a no-break space or an invisible mark never becomes a second memory",
+		base:       map[string]string{"/my notes.md": "A", "/notes.md": "B"},
+		steps:      []step{lw("/my\u00a0notes.md", "x"), lw("/notes.md\u034f", "y"), lw("/notes.md\ufe0f", "z")},
+		wantLocal:  map[string]string{"/my notes.md": "A", "/notes.md": "B", "/my\u00a0notes.md": "x", "/notes.md\u034f": "y", "/notes.md\ufe0f": "z"},
+		wantRemote: map[string]string{"/my notes.md": "A", "/notes.md": "B"},
+		history: map[string][]string{
+			"/my notes.md": {`created /my notes.md "A" by api_actor`},
+			"/notes.md":    {`created /notes.md "B" by api_actor`},
+		},
+		check: func(t *testing.T, _ *env, rep *syncer.Report, _ map[string]string) {
+			var got []string
+			for _, p := range rep.Refused {
+				if !strings.Contains(p.Reason, "invisible or look like a space") {
+					t.Errorf("refused %q: %s", p.Path, p.Reason)
+				}
+				got = append(got, p.Path)
+			}
+			if diff := cmp.Diff([]string{"/my\u00a0notes.md", "/notes.md\u034f", "/notes.md\ufe0f"}, got); diff != "" {
+				t.Errorf("refused paths (-want +got):\n%s", diff)
+			}
+		}},
 	{name: "refused file edited while the store changed: conflict copy stays local",
 		base:       map[string]string{"/a": "A"},
 		steps:      []step{lw("/a", "\xff\xfe"), rw("/a", "R")},
