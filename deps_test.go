@@ -32,6 +32,8 @@ var forbidden = map[string][]string{
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
 	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
+	"archive/...":          {"/..."},
+	"apply/...":            {"/..."},
 }
 
 func TestDependencyDirections(t *testing.T) {
