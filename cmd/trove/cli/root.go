@@ -39,6 +39,7 @@ func commands(e *env) []*cobra.Command {
 		newBenchCmd(e),
 		newExportCmd(e),
 		newImportCmd(e),
+		newApplyCmd(e),
 	}
 }
 
