@@ -81,7 +81,10 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				}
 			} else {
 				verb := "filled"
-				if rep.Created {
+				switch {
+				case rep.Resumed:
+					verb = "resumed into"
+				case rep.Created:
 					verb = "created"
 				}
 				fmt.Fprintf(e.stdout, "%s store %q (%s): %d memories written, %d already there, %d left as they are\n",
