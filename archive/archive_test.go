@@ -343,6 +343,31 @@ func TestImportIntoExistingStoreReportsConflicts(t *testing.T) {
 	}
 }
 
+// TestImportKeepsSourceTagKey imports a store whose own metadata has the
+// key the import uses as its tag: the key and its value survive.
+func TestImportKeepsSourceTagKey(t *testing.T) {
+	t.Parallel()
+	a, b := newServer(t), newServer(t)
+	ctx := context.Background()
+	md := map[string]string{archive.TagKey: "the user's own value"}
+	st, err := a.client.CreateStore(ctx, trove.CreateStoreParams{Name: "s", Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := exportTo(t, archive.Services(a.client, st.ID))
+	rep, err := archive.Import(ctx, b.client, path, archive.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.client.GetStore(ctx, rep.StoreID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(md, got.Metadata); diff != "" {
+		t.Errorf("imported metadata (-want +got):\n%s", diff)
+	}
+}
+
 func TestImportRefusesDamagedArchive(t *testing.T) {
 	t.Parallel()
 	a, b := newServer(t), newServer(t)

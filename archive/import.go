@@ -64,6 +64,8 @@ type ImportReport struct {
 	Written   []string   `json:"written"`
 	Present   []string   `json:"present"`
 	Conflicts []Conflict `json:"conflicts"`
+	// HistoryVersions is how many versions the manifest records.
+	HistoryVersions int `json:"history_versions"`
 	// Manifest is the archive's manifest: the history, which the target's
 	// own versions do not carry (they start anew with this import).
 	Manifest *Manifest `json:"-"`
@@ -198,7 +200,7 @@ func Import(ctx context.Context, svc trove.Services, path string, opts ImportOpt
 	if err != nil {
 		return nil, err
 	}
-	rep := &ImportReport{Manifest: m, Written: []string{}, Present: []string{}, Conflicts: []Conflict{}}
+	rep := &ImportReport{Manifest: m, HistoryVersions: len(m.Versions), Written: []string{}, Present: []string{}, Conflicts: []Conflict{}}
 	j := &journal{ExportID: m.ExportID, Targets: map[string]*journalEntry{}}
 	if opts.JournalPath != "" {
 		if j, err = readJournal(opts.JournalPath, m.ExportID); err != nil {
@@ -274,7 +276,7 @@ func Import(ctx context.Context, svc trove.Services, path string, opts ImportOpt
 	if len(seen) != len(m.Memories) {
 		return rep, fmt.Errorf("%s: %d memories of the manifest have no file in the archive", path, len(m.Memories)-len(seen))
 	}
-	if _, tagged := st.Metadata[TagKey]; tagged && rep.Created {
+	if st.Metadata[TagKey] == m.ExportID && m.Store.Metadata[TagKey] != m.ExportID && rep.Created {
 		st, err = svc.UpdateStore(ctx, st.ID, trove.UpdateStoreParams{Metadata: map[string]*string{TagKey: nil}})
 		if err != nil {
 			return rep, fmt.Errorf("removing the import tag from the store: %w", err)
