@@ -329,3 +329,47 @@ func TestApplyStateFile(t *testing.T) {
 		t.Errorf("state round trip (-saved +loaded):\n%s", diff)
 	}
 }
+
+// racingWriter is the real services with another writer changing a memory
+// just before apply's update of it reaches the server.
+type racingWriter struct {
+	trove.Services
+	theirs string
+}
+
+func (r *racingWriter) UpdateMemory(ctx context.Context, storeID, memoryID string, p trove.UpdateMemoryParams) (*trove.Memory, error) {
+	if _, err := r.Services.UpdateMemory(ctx, storeID, memoryID, trove.UpdateMemoryParams{Content: &r.theirs}); err != nil {
+		return nil, err
+	}
+	return r.Services.UpdateMemory(ctx, storeID, memoryID, p)
+}
+
+// TestApplyLosesRaceToAnotherWriter: the update carries the applied hash as
+// a precondition, so a write that lands between apply's read and its update
+// wins and is reported.
+func TestApplyLosesRaceToAnotherWriter(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "stores:\n  - name: s\n    memories:\n      - {path: /a.md, content: one}\n", nil)
+	st := &apply.State{Targets: map[string]map[string]map[string]string{}}
+	first := run(t, c, spec, st, false)
+	spec = writeSpec(t, dir, "stores:\n  - name: s\n    memories:\n      - {path: /a.md, content: two}\n", nil)
+	got := run(t, &racingWriter{Services: c, theirs: "theirs"}, spec, st, false)
+	a := got.Actions[1]
+	if a.Kind != apply.Kept || !strings.Contains(a.Detail, "another writer") {
+		t.Errorf("action = %+v, want kept: changed by another writer", a)
+	}
+	page, err := c.ListMemories(context.Background(), first.Actions[0].StoreID, trove.ListMemoriesParams{View: trove.ViewFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 1 || *page.Data[0].Memory.Content != "theirs" {
+		t.Errorf("store holds %+v, want the other writer's content", page.Data)
+	}
+	// The record still names what apply wrote: the next run reports it too.
+	again := run(t, c, spec, st, false)
+	if again.Actions[1].Kind != apply.Kept || !strings.Contains(again.Actions[1].Detail, "changed since last applied") {
+		t.Errorf("next run: %+v", again.Actions[1])
+	}
+}
