@@ -33,6 +33,8 @@ var forbidden = map[string][]string{
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
 	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
+	"archive/...":          {"/..."},
+	"apply/...":            {"/..."},
 }
 
 // testKits are conformance suites that only tests may import: no non-test

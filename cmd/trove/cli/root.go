@@ -37,6 +37,9 @@ func commands(e *env) []*cobra.Command {
 		newMountCmd(e),
 		newSessionCmd(e),
 		newBenchCmd(e),
+		newExportCmd(e),
+		newImportCmd(e),
+		newApplyCmd(e),
 	}
 }
 

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/apply"
+)
+
+func newApplyCmd(e *env) *cobra.Command {
+	var (
+		sf        storeFlags
+		file      string
+		statePath string
+		dryRun    bool
+		output    string
+	)
+	cmd := &cobra.Command{
+		Use:   "apply -f stores.yaml [--dry-run]",
+		Short: "Create or update stores and seed memories declared in YAML",
+		Long: `apply makes the stores declared in a YAML file exist with their description,
+metadata and seed memories (docs/apply.md):
+
+  stores:
+    - name: Team Notes
+      description: What the team learned
+      metadata: {team: core}
+      memories:
+        - path: /README.md
+          content: |
+            # Team notes
+        - path: /style.md
+          file: seeds/style.md      # relative to the YAML file
+
+Stores are found by name and created when missing. A memory is created when
+missing and replaced only while it still holds what apply last wrote there;
+one changed (or deleted) since, or one apply never wrote, is reported and left
+as it is (exit status 1). apply never deletes. Running it again without
+changes does nothing. What apply wrote is recorded in --state (default
+FILE.state.json next to the YAML); without that record nothing found different
+is overwritten.
+
+--dry-run prints the plan and writes nothing. The target is local (--data,
+TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return &exitError{code: 2, err: fmt.Errorf("apply: -f stores.yaml is required\nusage: %s", cmd.UseLine())}
+			}
+			if output != "text" && output != "json" {
+				return &exitError{code: 2, err: fmt.Errorf("apply: -o must be text or json, got %q", output)}
+			}
+			spec, err := apply.Load(file)
+			if err != nil {
+				return err
+			}
+			if statePath == "" {
+				statePath = apply.StateFor(file)
+			}
+			state, err := apply.LoadState(statePath)
+			if err != nil {
+				return err
+			}
+			ctx := e.ctx
+			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if p != nil {
+				ctx = trove.WithPrincipal(ctx, p)
+			}
+			res, err := apply.Apply(ctx, svc, spec, apply.Options{Target: importTarget(&sf), State: state, DryRun: dryRun})
+			if !dryRun {
+				if serr := state.Save(statePath); serr != nil && err == nil {
+					err = fmt.Errorf("saving the apply state %s: %w", statePath, serr)
+				}
+			}
+			if output == "json" {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				if jerr := enc.Encode(res); jerr != nil && err == nil {
+					err = jerr
+				}
+			} else {
+				printPlan(e.stdout, res)
+			}
+			if err != nil {
+				return err
+			}
+			if n := res.Count(apply.Kept); n > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d memories differ from what apply last wrote and were left as they are (marked !)", n)}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "the YAML file declaring the stores")
+	f.StringVar(&statePath, "state", "", "file recording what apply wrote (default <file>.state.json)")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// printPlan prints one line per action: + create, ~ update, = unchanged,
+// ! kept (reported, not overwritten); and a summary.
+func printPlan(w io.Writer, res *apply.Result) {
+	marks := map[apply.Kind]string{
+		apply.CreateStore: "+", apply.UpdateStore: "~", apply.Create: "+",
+		apply.Update: "~", apply.Unchanged: "=", apply.Kept: "!",
+	}
+	for _, a := range res.Actions {
+		line := fmt.Sprintf("%s store %q", marks[a.Kind], a.Store)
+		if a.Path != "" {
+			line = fmt.Sprintf("%s %s %s", marks[a.Kind], a.Store, a.Path)
+		}
+		if a.Detail != "" {
+			line += ": " + a.Detail
+		}
+		fmt.Fprintln(w, line)
+	}
+	created := res.Count(apply.Create) + res.Count(apply.CreateStore)
+	updated := res.Count(apply.Update) + res.Count(apply.UpdateStore)
+	if res.DryRun {
+		fmt.Fprintf(w, "plan: %d to create, %d to update, %d unchanged, %d to leave as they are (dry run: nothing written)\n",
+			created, updated, res.Count(apply.Unchanged), res.Count(apply.Kept))
+		return
+	}
+	fmt.Fprintf(w, "applied: %d created, %d updated, %d unchanged, %d left as they are\n",
+		created, updated, res.Count(apply.Unchanged), res.Count(apply.Kept))
+}

@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/archive"
+)
+
+func newExportCmd(e *env) *cobra.Command {
+	var (
+		sf     storeFlags
+		out    string
+		from   string
+		apiKey string
+	)
+	cmd := &cobra.Command{
+		Use:   "export STORE [-o FILE]",
+		Short: "Write a store to a portable archive (memories and the whole version history)",
+		Long: `export writes the store STORE (a name or memstore_… ID) to a gzip-compressed
+tar archive: every memory at its path under memories/, and manifest.json with
+the store's name, description and metadata, each memory's hash, and every
+version (operation, actor, time, path and hash; redacted versions marked
+redacted). The format is described in docs/archive.md.
+
+The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
+TROVE_API_KEY). --from URL exports instead from any server speaking the memory
+stores API through the official SDK, the hosted one included
+(--from https://api.anthropic.com with ANTHROPIC_API_KEY).
+
+-o names the archive (default <store slug>.tar.gz; "-" for standard output).
+It is written whole or not at all.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := e.ctx
+			var src archive.Source
+			var st *trove.Store
+			sourceName := "local"
+			if from != "" {
+				key := apiKey
+				if key == "" {
+					key = os.Getenv("ANTHROPIC_API_KEY")
+				}
+				if key == "" {
+					key = os.Getenv("TROVE_API_KEY")
+				}
+				if key == "" {
+					return &exitError{code: 2, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
+				}
+				c := anthropic.NewClient(option.WithBaseURL(strings.TrimRight(from, "/")), option.WithAPIKey(key))
+				id, err := sdkStoreID(ctx, &c, args[0])
+				if err != nil {
+					return fmt.Errorf("%s: %w", from, err)
+				}
+				src, sourceName = archive.SDK(&c, id), from
+			} else {
+				svc, p, closeFn, err := sf.openServices(ctx, cmd)
+				if err != nil {
+					return err
+				}
+				defer closeFn()
+				if p != nil {
+					ctx = trove.WithPrincipal(ctx, p)
+				}
+				if sf.url != "" {
+					sourceName = sf.url
+				}
+				if st, err = findAnyStore(ctx, svc, args[0]); err != nil {
+					return err
+				}
+				src = archive.Services(svc, st.ID)
+			}
+			if out == "" {
+				name := args[0]
+				if st != nil {
+					name = st.Name
+				}
+				out = trove.Slug(name) + ".tar.gz"
+			}
+			pr := newProgress(e.stderr, "exporting", -1)
+			m, err := writeArchive(ctx, out, e.stdout, src, archive.ExportOptions{Source: sourceName, Progress: pr.update})
+			pr.finish()
+			if err != nil {
+				return err
+			}
+			redacted := 0
+			for _, v := range m.Versions {
+				if v.Redacted {
+					redacted++
+				}
+			}
+			where := out
+			if out == "-" {
+				where = "standard output"
+			}
+			fmt.Fprintf(e.stderr, "exported store %q (%s): %d memories, %d versions (%d redacted) to %s\n",
+				m.Store.Name, m.Store.ID, len(m.Memories), len(m.Versions), redacted, where)
+			return nil
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", `archive file to write (default <store slug>.tar.gz; "-" for standard output)`)
+	f.StringVar(&from, "from", "", "export from this memory stores API server through the official SDK (e.g. https://api.anthropic.com) instead of --url/--data")
+	f.StringVar(&apiKey, "api-key", "", "API key for --from (default $ANTHROPIC_API_KEY, else $TROVE_API_KEY)")
+	return cmd
+}
+
+// writeArchive exports src to path through a temp file renamed into place
+// (or to stdout for "-"), so a failed export leaves no partial archive.
+func writeArchive(ctx context.Context, path string, stdout io.Writer, src archive.Source, opts archive.ExportOptions) (*archive.Manifest, error) {
+	if path == "-" {
+		return archive.Export(ctx, src, stdout, opts)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	tmp := f.Name()
+	m, err := archive.Export(ctx, src, f, opts)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	return m, nil
+}
+
+// findAnyStore resolves a store by ID or exact name, archived stores
+// included (they can be exported).
+func findAnyStore(ctx context.Context, svc trove.Services, ref string) (*trove.Store, error) {
+	if strings.HasPrefix(ref, trove.PrefixStore) {
+		st, err := svc.GetStore(ctx, ref)
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			return nil, trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
+		}
+		return st, err
+	}
+	all := []trove.Store{}
+	cursor := ""
+	for {
+		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Data...)
+		if page.NextPage == "" {
+			break
+		}
+		cursor = page.NextPage
+	}
+	return storeNamed(all, ref)
+}
+
+// sdkStoreID resolves a store by ID or exact name through the SDK.
+func sdkStoreID(ctx context.Context, c *anthropic.Client, ref string) (string, error) {
+	if strings.HasPrefix(ref, trove.PrefixStore) {
+		return ref, nil
+	}
+	var ids []string
+	pager := c.Beta.MemoryStores.ListAutoPaging(ctx, anthropic.BetaMemoryStoreListParams{
+		Limit: anthropic.Int(100), IncludeArchived: anthropic.Bool(true),
+	})
+	for pager.Next() {
+		if s := pager.Current(); s.Name == ref {
+			ids = append(ids, s.ID)
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return "", err
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no store named %q", ref)
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%d stores are named %q; pass one of their IDs: %s", len(ids), ref, strings.Join(ids, ", "))
+}
+
+// progress shows archive.Progress as a bar on a terminal and as a plain
+// line every 100 items (and at the end) otherwise.
+type progress struct {
+	w     io.Writer
+	what  string
+	bar   *progressbar.ProgressBar
+	done  int
+	total int
+}
+
+func newProgress(w io.Writer, what string, total int) *progress {
+	p := &progress{w: w, what: what, total: total}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(), progressbar.OptionSetItsString("memories"),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	return p
+}
+
+func (p *progress) update(ev archive.Progress) {
+	if ev.Phase == "versions" {
+		return
+	}
+	p.done = ev.Done
+	if ev.Total >= 0 {
+		p.total = ev.Total
+	}
+	if p.bar != nil {
+		if ev.Total >= 0 && p.bar.GetMax() != ev.Total {
+			p.bar.ChangeMax(ev.Total)
+		}
+		_ = p.bar.Set(ev.Done)
+		return
+	}
+	if ev.Done%100 == 0 {
+		p.line()
+	}
+}
+
+func (p *progress) line() {
+	if p.total >= 0 {
+		fmt.Fprintf(p.w, "%s: %d/%d memories\n", p.what, p.done, p.total)
+	} else {
+		fmt.Fprintf(p.w, "%s: %d memories\n", p.what, p.done)
+	}
+}
+
+// finish ends the bar, or prints the last count if not printed yet.
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		return
+	}
+	if p.done%100 != 0 {
+		p.line()
+	}
+}

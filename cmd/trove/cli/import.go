@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/archive"
+)
+
+func newImportCmd(e *env) *cobra.Command {
+	var (
+		sf     storeFlags
+		store  string
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "import FILE [--store NAME_OR_ID]",
+		Short: "Create a store from an archive written by trove export (or fill an existing one)",
+		Long: `import reads an archive written by trove export and creates a store with its
+name, description, metadata and memories; with --store it fills that existing
+store instead. Every file is checked against the manifest's hash before
+anything is written. A memory the store already holds with the same content is
+skipped; one it holds differently is reported and left as it is (exit status 1).
+
+import is resumable: killed and run again with the same FILE, it continues in
+the store it created (recorded in FILE.import.json) and ends with each memory
+once.
+
+The imported store's versions start anew with this import, attributed to the
+importing key; the exported history stays in the archive's manifest.json
+(see docs/archive.md).
+
+The target is local (--data, TROVE_DATA) or a server (TROVE_URL with
+TROVE_API_KEY). -o json prints the report as JSON.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return &exitError{code: 2, err: fmt.Errorf("import: -o must be text or json, got %q", output)}
+			}
+			file := args[0]
+			ctx := e.ctx
+			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if p != nil {
+				ctx = trove.WithPrincipal(ctx, p)
+			}
+			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: importTarget(&sf)}
+			if store != "" {
+				st, err := findStore(ctx, svc, store)
+				if err != nil {
+					return err
+				}
+				opts.StoreID = st.ID
+			}
+			m, err := archive.ReadManifest(file)
+			if err != nil {
+				return err
+			}
+			pr := newProgress(e.stderr, "importing", len(m.Memories))
+			opts.Progress = pr.update
+			rep, err := archive.Import(ctx, svc, file, opts)
+			pr.finish()
+			if err != nil {
+				if rep != nil && rep.StoreID != "" {
+					return fmt.Errorf("%w (run the same import again to resume into %s)", err, rep.StoreID)
+				}
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				verb := "filled"
+				switch {
+				case rep.Resumed:
+					verb = "resumed into"
+				case rep.Created:
+					verb = "created"
+				}
+				fmt.Fprintf(e.stdout, "%s store %q (%s): %d memories written, %d already there, %d left as they are\n",
+					verb, rep.Store.Name, rep.StoreID, len(rep.Written), len(rep.Present), len(rep.Conflicts))
+				fmt.Fprintf(e.stdout, "history: %d versions kept in %s (manifest.json); the store's own versions start with this import\n",
+					len(m.Versions), file)
+				for _, c := range rep.Conflicts {
+					if c.ConflictingPath != "" {
+						fmt.Fprintf(e.stdout, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
+					} else {
+						fmt.Fprintf(e.stdout, "  not imported: %s differs in the store (store %.12s…, archive %.12s…)\n", c.Path, c.StoreSHA256, c.ArchiveSHA256)
+					}
+				}
+			}
+			if n := len(rep.Conflicts); n > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d memories of the archive differ from the store and were left as they are", n)}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "", "fill this existing store (name or ID) instead of creating one")
+	f.StringVarP(&output, "output", "o", "text", "report format: text or json")
+	return cmd
+}
+
+// importTarget names where an import goes, for its journal: the server URL,
+// the PostgreSQL URL without password, or the absolute data directory.
+func importTarget(sf *storeFlags) string {
+	switch {
+	case sf.url != "":
+		return sf.url
+	case sf.dbURL != "":
+		return redactURL(sf.dbURL)
+	}
+	if abs, err := filepath.Abs(sf.data); err == nil {
+		return abs
+	}
+	return sf.data
+}
