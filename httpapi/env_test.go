@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/valyala/fasthttp"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -32,11 +29,10 @@ const testWorkspace = "wrkspc_test"
 type transport string
 
 const (
-	netHTTP  transport = "net-http" // Server as an http.Handler on net/http
-	fastHTTP transport = "fasthttp" // Server.FastHTTP, as trove serve runs it
+	netHTTP transport = "net-http" // Server.HTTPServer over HTTP/1.1, as trove serve runs it
 )
 
-var transports = []transport{netHTTP, fastHTTP}
+var transports = []transport{netHTTP}
 
 // forTransports runs f as one subtest per transport.
 func forTransports(t *testing.T, f func(t *testing.T, tr transport)) {
@@ -76,49 +72,32 @@ func newEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 // returns the base URL and the function that stops the server.
 func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(method, path string)) (string, func()) {
 	t.Helper()
-	switch tr {
-	case netHTTP:
-		var hh http.Handler = h
-		if seen != nil {
-			hh = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				seen(r.Method, r.URL.Path)
-				h.ServeHTTP(w, r)
-			})
+	if tr != netHTTP {
+		t.Fatalf("unknown transport %q", tr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	srv := h.HTTPServer()
+	if seen != nil {
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen(r.Method, r.URL.Path)
+			h.ServeHTTP(w, r)
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
 		}
-		srv := httptest.NewServer(hh)
-		return srv.URL, srv.Close
-	case fastHTTP:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("listen: %v", err)
-		}
-		fs := h.FastHTTP()
-		fs.ReadTimeout = 10 * time.Second
-		if inner := fs.Handler; seen != nil {
-			fs.Handler = func(ctx *fasthttp.RequestCtx) {
-				p := string(ctx.Request.Header.RequestURI())
-				if u, err := url.ParseRequestURI(p); err == nil {
-					p = u.Path
-				}
-				seen(string(ctx.Method()), p)
-				inner(ctx)
-			}
-		}
-		done := make(chan error, 1)
-		go func() { done <- fs.Serve(ln) }()
-		return "http://" + ln.Addr().String(), func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := fs.ShutdownWithContext(ctx); err != nil {
-				t.Errorf("fasthttp shutdown: %v", err)
-			}
-			if err := <-done; err != nil {
-				t.Errorf("fasthttp Serve: %v", err)
-			}
+		if err := <-done; err != http.ErrServerClosed {
+			t.Errorf("Serve: %v", err)
 		}
 	}
-	t.Fatalf("unknown transport %q", tr)
-	return "", nil
 }
 
 // newPostgresEnv serves over a fresh schema of $TROVE_TEST_POSTGRES,
