@@ -22,7 +22,7 @@ import (
 
 // BenchmarkGetMemory is GET of one memory at concurrency 16 on each
 // transport over SQLite, with a minimal keep-alive client in the same
-// process (as trove bench's lean client). Besides ns/op it reports
+// process (internal/loadgen, as internal/bench uses). Besides ns/op it reports
 // cpu-µs/op: user+system CPU of the whole process per request.
 func BenchmarkGetMemory(b *testing.B) {
 	for _, tr := range transports {
