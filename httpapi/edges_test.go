@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
@@ -126,6 +129,65 @@ func (es *edgeServer) exchange(t *testing.T, raw string) (rawResult, time.Durati
 	return rawResult{status: res.StatusCode, header: res.Header, body: b}, time.Since(start)
 }
 
+// h2Exchange sends one GET /v1/memory_stores over unencrypted HTTP/2
+// (prior knowledge) with the extra header field hf, unvalidated, and
+// returns the response's status, or 0 when the server reset the stream or
+// the connection instead.
+func (es *edgeServer) h2Exchange(t *testing.T, hf [2]string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", es.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "t"}, {":path", "/v1/memory_stores"},
+		{"anthropic-beta", httpapi.BetaAgentMemory}, hf} {
+		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	dec := hpack.NewDecoder(4096, nil)
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return 0 // the connection ended
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+			return 0
+		case *http2.HeadersFrame:
+			fields, err := dec.DecodeFull(f.HeaderBlockFragment())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hf := range fields {
+				if hf.Name == ":status" {
+					var status int
+					fmt.Sscan(hf.Value, &status)
+					return status
+				}
+			}
+		}
+	}
+}
+
 // TestF1NoCredentialInLogs: requests that carry a valid key next to bytes
 // no HTTP request may hold (a control byte after the key in Authorization
 // or x-api-key, control bytes in the request target) get 400, and no log
@@ -147,6 +209,16 @@ func TestF1NoCredentialInLogs(t *testing.T) {
 		}
 		if bytes.Contains(res.body, []byte(es.key)) {
 			t.Errorf("%s: the response quotes the key: %s", c.name, res.body)
+		}
+	}
+	// The same over unencrypted HTTP/2: the stream is refused (reset, or
+	// 400) and nothing is logged either.
+	if status := es.h2Exchange(t, [2]string{"x-api-key", es.key}); status != 200 {
+		t.Fatalf("HTTP/2 with a valid key: %d, want 200", status)
+	}
+	for _, hf := range [][2]string{{"authorization", "Bearer " + es.key + "\x00"}, {"x-api-key", es.key + "\x01"}} {
+		if status := es.h2Exchange(t, hf); status != 0 && status != http.StatusBadRequest {
+			t.Errorf("HTTP/2 %s with a control byte: %d, want a refusal", hf[0], status)
 		}
 	}
 	// A request the handler does see, with the key in the target too, so
