@@ -198,6 +198,8 @@ func BenchmarkWrites(b *testing.B) {
 // and raw-read-cpu-µs/op (the raw baseline's point read). ceiling-% is
 // 100 × (floor + driver) / get: the share of a get's CPU that no server on
 // this stack could save; less noisy than rates on a shared machine.
+// raw-read-% is 100 × raw read / get, by CPU: the get's share of the raw
+// point read's rate were both alone on the same cores.
 func BenchmarkGet(b *testing.B) {
 	for _, conc := range concurrencies {
 		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) {
@@ -252,6 +254,7 @@ func BenchmarkGet(b *testing.B) {
 			b.ReportMetric(perOp(driverCPU, b.N), "driver-cpu-µs/op")
 			b.ReportMetric(perOp(rawCPU, b.N), "raw-read-cpu-µs/op")
 			b.ReportMetric(100*float64(floorCPU+driverCPU)/float64(getCPU), "ceiling-%")
+			b.ReportMetric(100*float64(rawCPU)/float64(getCPU), "raw-read-%")
 		})
 	}
 }
