@@ -51,6 +51,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 		}
 	}()
 	if r.ContentLength > s.maxBody {
+		refuseBody(w, r)
 		return tooLarge(s.maxBody)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
@@ -59,6 +60,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 		var ne net.Error
 		switch {
 		case errors.As(err, &mbe):
+			refuseBody(w, r)
 			return tooLarge(s.maxBody)
 		case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 			return &statusRefusal{status: http.StatusRequestTimeout, typ: "timeout_error", retry: "true",

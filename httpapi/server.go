@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -222,6 +223,7 @@ type recorder struct {
 	status  int
 	route   string
 	started bool // the write deadline is armed
+	linger  bool // the body was refused unread: drain it after the answer (refuseBody)
 }
 
 // start arms the write deadline once, when the response begins. An error
@@ -251,6 +253,41 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// lingerTime bounds how long a refused HTTP/1 body is read and dropped
+// after its answer (also bounded by Timeouts.Body).
+const lingerTime = 5 * time.Second
+
+// refuseBody prepares the answer to a request whose body is refused
+// unread (413): on HTTP/1 the connection is closed after the answer, and
+// ServeHTTP reads and drops what the client goes on sending for up to
+// lingerTime first, so that a client that writes its whole body before it
+// reads gets the answer rather than a reset (the kernel resets a
+// connection closed with unread bytes). Must run before the answer is
+// written; w is the recorder ServeHTTP passed down (anything else is left
+// alone).
+func refuseBody(w http.ResponseWriter, r *http.Request) {
+	rec, ok := w.(*recorder)
+	if !ok || r.ProtoMajor != 1 || rec.status != 0 {
+		return
+	}
+	// Reading the body after the answer needs full duplex on HTTP/1.
+	if rec.rc.EnableFullDuplex() != nil {
+		return
+	}
+	rec.linger = true
+	w.Header().Set("Connection", "close")
+}
+
+// lingerBody flushes the answer and drops the rest of r's body for up to
+// lingerTime (or Timeouts.Body, if shorter).
+func (s *Server) lingerBody(rec *recorder, r *http.Request) {
+	if rec.rc.Flush() != nil {
+		return
+	}
+	_ = rec.rc.SetReadDeadline(time.Now().Add(min(lingerTime, s.limits.Body)))
+	_, _ = io.Copy(io.Discard, r.Body)
+}
 
 // statusRefusal is a refusal with no trove code (408), sent by writeError
 // as the envelope with its own status, type and retry hint.
@@ -313,6 +350,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+	if rec.linger {
+		s.lingerBody(rec, r)
+	}
 }
 
 // cleanPath reports whether p is absolute with no empty, "." or ".."
