@@ -4,7 +4,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,6 +37,7 @@ var forbidden = map[string][]string{
 	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
 	"archive/...":          {"/..."},
 	"apply/...":            {"/..."},
+	"internal/bench":       {"/..."}, // benchmarks live in its test files
 }
 
 // testKits are conformance suites that only tests may import: no non-test
@@ -50,6 +53,29 @@ func testKitImport(dir, rel string) string {
 		}
 	}
 	return ""
+}
+
+// TestBinaryLinksNoBenchmark: the trove binary links no benchmark code, no
+// load generator and no second HTTP transport (go list -deps ./cmd/trove).
+func TestBinaryLinksNoBenchmark(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/trove").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/trove: %v\n%s", err, out)
+	}
+	pkgs := strings.Fields(string(out))
+	if !slices.Contains(pkgs, module+"/httpapi") {
+		t.Fatalf("go list -deps ./cmd/trove lacks httpapi; is it the binary?\n%s", out)
+	}
+	for _, p := range pkgs {
+		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", "github.com/valyala/fasthttp"} {
+			if p == bad || strings.HasPrefix(p, bad+"/") {
+				t.Errorf("the trove binary links %s", p)
+			}
+		}
+		if strings.Contains(p, "bench") {
+			t.Errorf("the trove binary links %s, a benchmark package by its name", p)
+		}
+	}
 }
 
 func TestDependencyDirections(t *testing.T) {

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -22,7 +22,7 @@ import (
 
 // BenchmarkGetMemory is GET of one memory at concurrency 16 on each
 // transport over SQLite, with a minimal keep-alive client in the same
-// process (as trove bench's lean client). Besides ns/op it reports
+// process (internal/loadgen, as internal/bench uses). Besides ns/op it reports
 // cpu-µs/op: user+system CPU of the whole process per request.
 func BenchmarkGetMemory(b *testing.B) {
 	for _, tr := range transports {
@@ -59,26 +59,21 @@ func BenchmarkGetMemory(b *testing.B) {
 }
 
 // BenchmarkHealthz is the fixed cost of a request: GET /healthz (no
-// database, no credential) at concurrency 16 on each transport, next to a
-// bare fasthttp handler sending the same body ("fasthttp-bare"), the
-// floor of the transport with this client.
+// database, no credential) at concurrency 16, next to a bare net/http
+// handler sending the same body ("bare"), the floor of the transport with
+// this client.
 func BenchmarkHealthz(b *testing.B) {
-	for _, tr := range []transport{netHTTP, fastHTTP, "fasthttp-bare"} {
+	for _, tr := range []transport{netHTTP, "bare"} {
 		b.Run(string(tr), func(b *testing.B) {
 			var base string
 			var stop func()
-			if tr == "fasthttp-bare" {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
-				fs := &fasthttp.Server{NoDefaultServerHeader: true, Handler: func(ctx *fasthttp.RequestCtx) {
-					ctx.SetContentType("application/json")
-					ctx.Response.Header.Set("Request-Id", "req_0000000000000000000000")
-					ctx.WriteString(`{"status":"ok"}` + "\n")
-				}}
-				go fs.Serve(ln)
-				base, stop = "http://"+ln.Addr().String(), func() { _ = fs.Shutdown() }
+			if tr == "bare" {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Request-Id", "req_0000000000000000000000")
+					_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+				}))
+				base, stop = srv.URL, srv.Close
 			} else {
 				base, stop = serveTransport(b, tr, httpapi.NewServer(httpapi.Config{}), nil)
 			}

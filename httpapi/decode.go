@@ -2,27 +2,46 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/trovehq/trove"
 )
 
 var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// decodeBody reads the JSON object in r's body into dst strictly: unknown
-// fields, trailing data, wrong types, invalid JSON or invalid UTF-8 are
-// EINVALID; an empty body is EINVALID unless allowEmpty; a body over the
-// server's limit is ETOOLARGE.
+// decodeOptions make request bodies strict: member names match the Go
+// struct's tags exactly (case-sensitively), and unknown or duplicate
+// members, invalid UTF-8 and trailing data are errors (the last three are
+// go-json-experiment's defaults, stated here so they do not drift).
+var decodeOptions = json.JoinOptions(
+	json.RejectUnknownMembers(true),
+	json.MatchCaseInsensitiveNames(false),
+	jsontext.AllowDuplicateNames(false),
+	jsontext.AllowInvalidUTF8(false),
+)
+
+// decodeBody reads the JSON object in r's body into dst strictly: anything
+// but one JSON object (null included), member names that differ from the
+// API's in any way (case included), unknown or duplicate members, wrong
+// types, invalid JSON or invalid UTF-8 are EINVALID; an empty body is
+// EINVALID unless allowEmpty. A body declared (Content-Length) over the
+// server's limit is ETOOLARGE before any of it is read, one that turns out
+// over it is ETOOLARGE as soon as the limit is passed, and one that does
+// not arrive within Timeouts.Body is a 408.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
 	buf := bodyBufs.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -32,18 +51,28 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 		}
 	}()
 	if r.ContentLength > s.maxBody {
+		refuseBody(w, r)
 		return tooLarge(s.maxBody)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
+			refuseBody(w, r)
 			return tooLarge(s.maxBody)
+		case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+			return &statusRefusal{status: http.StatusRequestTimeout, typ: "timeout_error", retry: "true",
+				msg: fmt.Sprintf("the request body did not arrive within %s", s.limits.Body)}
 		}
 		return trove.Errorf(trove.EINVALID, "reading the request body failed")
 	}
+	// The body is in: lift its deadline (see ServeHTTP).
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	body := buf.Bytes()
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		if allowEmpty {
 			return nil
 		}
@@ -52,13 +81,13 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 	if !utf8.Valid(body) {
 		return trove.Errorf(trove.EINVALID, "the request body must be valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+	if trimmed[0] != '{' {
+		if k := jsontext.Value(trimmed).Kind(); k != jsontext.KindInvalid && jsontext.Value(trimmed).IsValid() {
+			return trove.Errorf(trove.EINVALID, "the request body must be a JSON object, not %s", kindName(k))
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return trove.Errorf(trove.EINVALID, "the request body must hold a single JSON object")
+	if err := json.Unmarshal(body, dst, decodeOptions); err != nil {
+		return jsonError(err)
 	}
 	return nil
 }
@@ -67,26 +96,70 @@ func tooLarge(limit int64) error {
 	return trove.Errorf(trove.ETOOLARGE, "the request body exceeds the limit of %d bytes", limit)
 }
 
-// jsonError turns a decoding error into a precise EINVALID.
+// jsonError turns a decoding error into a precise EINVALID, naming the
+// member at fault by its JSON pointer.
 func jsonError(err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+	var se *jsontext.SyntacticError
+	var me *json.SemanticError
 	switch {
 	case errors.As(err, &se):
-		return trove.Errorf(trove.EINVALID, "the request body is not valid JSON: %s (at byte %d)", se.Error(), se.Offset)
-	case errors.As(err, &te):
-		if te.Field == "" {
-			return trove.Errorf(trove.EINVALID, "the request body must be a JSON object, not %s", te.Value)
+		switch {
+		case errors.Is(se.Err, jsontext.ErrDuplicateName):
+			return trove.Errorf(trove.EINVALID, "duplicate field %s in the request body", memberName(se.JSONPointer))
+		case errors.Is(se.Err, io.ErrUnexpectedEOF):
+			return trove.Errorf(trove.EINVALID, "the request body is not valid JSON: unexpected end of input")
 		}
-		return trove.Errorf(trove.EINVALID, "field %q must be %s, not %s", te.Field, jsonTypeName(te.Type.Kind().String()), te.Value)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return trove.Errorf(trove.EINVALID, "the request body is not valid JSON: unexpected end of input")
+		}
+		msg := strings.TrimPrefix(se.Err.Error(), "jsontext: ")
+		if strings.Contains(msg, "after top-level value") {
+			return trove.Errorf(trove.EINVALID, "the request body must hold a single JSON object")
+		}
+		return trove.Errorf(trove.EINVALID, "the request body is not valid JSON: %s (at byte %d)", msg, se.ByteOffset)
+	case errors.As(err, &me):
+		if errors.Is(me.Err, json.ErrUnknownName) {
+			return trove.Errorf(trove.EINVALID, "unknown field %s in the request body", memberName(me.JSONPointer))
+		}
+		if me.JSONPointer == "" {
+			return trove.Errorf(trove.EINVALID, "the request body must be a JSON object, not %s", kindName(me.JSONKind))
+		}
+		if me.GoType != nil {
+			return trove.Errorf(trove.EINVALID, "field %s must be %s, not %s", memberName(me.JSONPointer), jsonTypeName(me.GoType.Kind().String()), kindName(me.JSONKind))
+		}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return trove.Errorf(trove.EINVALID, "the request body is not valid JSON: unexpected end of input")
 	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return trove.Errorf(trove.EINVALID, "unknown field %s in the request body", f)
+	return trove.Errorf(trove.EINVALID, "the request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// memberName renders a JSON pointer into the request body as the error
+// messages name fields: "name", or "precondition.type" for a nested one.
+func memberName(p jsontext.Pointer) string {
+	var parts []string
+	for tok := range p.Tokens() {
+		parts = append(parts, tok)
 	}
-	return trove.Errorf(trove.EINVALID, "the request body is not valid: %s", strings.TrimPrefix(msg, "json: "))
+	return strconv.Quote(truncate(strings.Join(parts, "."), 80))
+}
+
+// kindName is how the error messages name a JSON value's kind.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 'f', 't':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "invalid JSON"
 }
 
 func jsonTypeName(kind string) string {

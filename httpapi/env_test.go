@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/valyala/fasthttp"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -32,17 +29,50 @@ const testWorkspace = "wrkspc_test"
 type transport string
 
 const (
-	netHTTP  transport = "net-http" // Server as an http.Handler on net/http
-	fastHTTP transport = "fasthttp" // Server.FastHTTP, as trove serve runs it
+	netHTTP transport = "net-http" // Server.HTTPServer, as trove serve runs it; clients speak HTTP/1.1
+	h2c     transport = "h2c"      // the same server; the SDK and e.do speak unencrypted HTTP/2
 )
 
-var transports = []transport{netHTTP, fastHTTP}
+var transports = []transport{netHTTP, h2c}
 
-// forTransports runs f as one subtest per transport.
+// h2cClient speaks unencrypted HTTP/2 (prior knowledge) only, and fails t
+// on a response over any other protocol.
+func h2cClient(t *testing.T) *http.Client {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: protoCheck{t, &http.Transport{Protocols: &protos}}}
+}
+
+type protoCheck struct {
+	t  *testing.T
+	rt http.RoundTripper
+}
+
+func (p protoCheck) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := p.rt.RoundTrip(r)
+	if err == nil && res.ProtoMajor != 2 {
+		p.t.Errorf("%s %s answered over %s, want HTTP/2", r.Method, r.URL, res.Proto)
+	}
+	return res, err
+}
+
+// client is the HTTP client of e's transport for raw requests and the SDK.
+func (e *testEnv) client() *http.Client {
+	if e.hc != nil {
+		return e.hc
+	}
+	return http.DefaultClient
+}
+
+// forTransports runs f as one subtest per transport, in parallel: each
+// builds its own env (its own database).
 func forTransports(t *testing.T, f func(t *testing.T, tr transport)) {
 	t.Helper()
 	for _, tr := range transports {
-		t.Run(string(tr), func(t *testing.T) { f(t, tr) })
+		t.Run(string(tr), func(t *testing.T) {
+			t.Parallel()
+			f(t, tr)
+		})
 	}
 }
 
@@ -57,6 +87,7 @@ type testEnv struct {
 	db     storage.Driver
 	mu     sync.Mutex
 	counts map[string]int // "METHOD /path" → requests seen
+	hc     *http.Client   // h2c's client (nil: http.DefaultClient)
 }
 
 type envOption func(*httpapi.Config)
@@ -76,49 +107,38 @@ func newEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 // returns the base URL and the function that stops the server.
 func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(method, path string)) (string, func()) {
 	t.Helper()
-	switch tr {
-	case netHTTP:
-		var hh http.Handler = h
-		if seen != nil {
-			hh = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				seen(r.Method, r.URL.Path)
-				h.ServeHTTP(w, r)
-			})
+	if tr != netHTTP && tr != h2c {
+		t.Fatalf("unknown transport %q", tr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	srv := h.HTTPServer()
+	if seen != nil {
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen(r.Method, r.URL.Path)
+			h.ServeHTTP(w, r)
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shutdown := srv.Shutdown
+		if tr == h2c {
+			// Shutdown waits a second after its GOAWAY on every HTTP/2
+			// connection; the test's requests are all answered by now.
+			shutdown = func(context.Context) error { return srv.Close() }
 		}
-		srv := httptest.NewServer(hh)
-		return srv.URL, srv.Close
-	case fastHTTP:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("listen: %v", err)
+		if err := shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
 		}
-		fs := h.FastHTTP()
-		fs.ReadTimeout = 10 * time.Second
-		if inner := fs.Handler; seen != nil {
-			fs.Handler = func(ctx *fasthttp.RequestCtx) {
-				p := string(ctx.Request.Header.RequestURI())
-				if u, err := url.ParseRequestURI(p); err == nil {
-					p = u.Path
-				}
-				seen(string(ctx.Method()), p)
-				inner(ctx)
-			}
-		}
-		done := make(chan error, 1)
-		go func() { done <- fs.Serve(ln) }()
-		return "http://" + ln.Addr().String(), func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := fs.ShutdownWithContext(ctx); err != nil {
-				t.Errorf("fasthttp shutdown: %v", err)
-			}
-			if err := <-done; err != nil {
-				t.Errorf("fasthttp Serve: %v", err)
-			}
+		if err := <-done; err != http.ErrServerClosed {
+			t.Errorf("Serve: %v", err)
 		}
 	}
-	t.Fatalf("unknown transport %q", tr)
-	return "", nil
 }
 
 // newPostgresEnv serves over a fresh schema of $TROVE_TEST_POSTGRES,
@@ -165,7 +185,13 @@ func serveOn(t *testing.T, tr transport, db storage.Driver, opts ...envOption) *
 		e.mu.Unlock()
 	})
 	e.url = url
+	if tr == h2c {
+		e.hc = h2cClient(t)
+	}
 	t.Cleanup(func() {
+		if e.hc != nil {
+			e.hc.CloseIdleConnections()
+		}
 		stop()
 		db.Close()
 	})
@@ -182,6 +208,9 @@ func (e *testEnv) count(method, path string) int {
 // sdk returns an official SDK client for the server with the test key.
 func (e *testEnv) sdk(opts ...option.RequestOption) anthropic.Client {
 	base := []option.RequestOption{option.WithBaseURL(e.url), option.WithAPIKey(e.key)}
+	if e.tr == h2c {
+		base = append(base, option.WithHTTPClient(e.hc))
+	}
 	return anthropic.NewClient(append(base, opts...)...)
 }
 

@@ -60,6 +60,10 @@ type wireError struct {
 // to. Errors that are not *trove.Error, and EINTERNAL ones, are logged with
 // their detail and sent with a generic message.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if sr, ok := err.(*statusRefusal); ok {
+		s.sendError(w, sr.status, sr.retry, wireErrorBody{Type: sr.typ, Message: sr.msg})
+		return
+	}
 	code := trove.ErrorCode(err)
 	class, ok := errorClasses[code]
 	if !ok {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,26 +30,21 @@ func (f faultyServices) ArchiveStore(context.Context, string) (*trove.Store, err
 }
 func (f faultyServices) DeleteStore(context.Context, string) error { panic(http.ErrAbortHandler) }
 
-// serveLoopback serves s on a loopback listener with net/http ("net-http")
-// or FastHTTP ("fasthttp") and returns its base URL.
+// serveLoopback serves s on a loopback listener with Server.HTTPServer
+// (transport "net-http") and returns its base URL.
 func serveLoopback(t *testing.T, s *Server, transport string) string {
 	t.Helper()
-	if transport == "net-http" {
-		srv := httptest.NewServer(s)
-		t.Cleanup(srv.Close)
-		return srv.URL
+	if transport != "net-http" {
+		t.Fatalf("unknown transport %q", transport)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := s.FastHTTP()
-	go fs.Serve(ln)
-	t.Cleanup(func() { _ = fs.Shutdown() })
-	return "http://" + ln.Addr().String()
+	srv := httptest.NewUnstartedServer(s)
+	srv.Config = s.HTTPServer()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
-var internalTransports = []string{"net-http", "fasthttp"}
+var internalTransports = []string{"net-http"}
 
 type allowAll struct{}
 

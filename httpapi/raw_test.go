@@ -50,7 +50,7 @@ func (e *testEnv) do(t *testing.T, r rawReq) rawResult {
 			req.Header.Set(k, v)
 		}
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := e.client().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", r.method, r.path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -51,6 +52,53 @@ type Config struct {
 	// Health reports whether the database answers; /healthz is 200 when it
 	// returns nil and 503 otherwise. nil means always healthy.
 	Health func(context.Context) error
+	// Timeouts bound how long a client may take to send a request and to
+	// read its response; zero fields get DefaultTimeouts' values.
+	Timeouts Timeouts
+}
+
+// Timeouts bound the time a client may hold the server's resources. Every
+// one is a duration from a point the server sees; a client slower than one
+// loses its request or its connection, a client within all of them is
+// never cut off.
+type Timeouts struct {
+	// ReadHeader bounds reading a request's line and headers, from the
+	// request's first byte (http.Server.ReadHeaderTimeout). Past it the
+	// connection is closed with no response.
+	ReadHeader time.Duration
+	// Body bounds reading a request's body, from when the server starts
+	// handling it (right after its headers). Past it the request gets 408
+	// with the error envelope and the connection is closed.
+	Body time.Duration
+	// Write bounds writing one response, from its first byte (a write
+	// deadline set per response through http.ResponseController). A client
+	// that does not read its responses is disconnected this long after the
+	// server starts writing one, so what a connection holds is bounded by
+	// one response.
+	Write time.Duration
+	// Idle bounds how long a keep-alive connection waits for its next
+	// request (http.Server.IdleTimeout).
+	Idle time.Duration
+}
+
+// DefaultTimeouts are the Timeouts used for zero fields: a minute for a
+// body of the largest size at 20 KB/s, and for the largest list page.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 10 * time.Second, Body: time.Minute, Write: time.Minute, Idle: 2 * time.Minute}
+}
+
+// withDefaults returns t with each zero or negative field set to its
+// default.
+func (t Timeouts) withDefaults() Timeouts {
+	d := DefaultTimeouts()
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&t.ReadHeader, &d.ReadHeader}, {&t.Body, &d.Body}, {&t.Write, &d.Write}, {&t.Idle, &d.Idle},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return t
 }
 
 // Server is the HTTP handler. Create it with NewServer.
@@ -60,6 +108,7 @@ type Server struct {
 	auth    trove.Authenticator
 	log     *slog.Logger
 	maxBody int64
+	limits  Timeouts
 	health  func(context.Context) error
 	mux     *http.ServeMux
 	metrics *metrics
@@ -96,6 +145,7 @@ func NewServer(cfg Config) *Server {
 		auth:    cfg.Auth,
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
+		limits:  cfg.Timeouts.withDefaults(),
 		health:  cfg.Health,
 		mux:     http.NewServeMux(),
 		reg:     cfg.Metrics,
@@ -166,17 +216,33 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
-// recorder remembers what a handler sent, for logs and metrics.
+// recorder remembers what a handler sent, for logs and metrics, and arms
+// the response's write deadline at its first byte.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	route  string
+	rc      *http.ResponseController
+	write   time.Duration // Timeouts.Write
+	status  int
+	route   string
+	started bool // the write deadline is armed
+	linger  bool // the body was refused unread: drain it after the answer (refuseBody)
+}
+
+// start arms the write deadline once, when the response begins. An error
+// (a ResponseWriter with no deadlines, as in unit tests) leaves the
+// response unbounded.
+func (r *recorder) start() {
+	if !r.started {
+		r.started = true
+		_ = r.rc.SetWriteDeadline(time.Now().Add(r.write))
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
+	r.start()
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -184,33 +250,81 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.start()
 	return r.ResponseWriter.Write(b)
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// ServeHTTP gives every response a request-id header, routes the request,
-// and records its log line and metrics.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r, nil) }
+// lingerTime bounds how long a refused HTTP/1 body is read and dropped
+// after its answer (also bounded by Timeouts.Body).
+const lingerTime = 5 * time.Second
 
-// statusRefusal is a transport's refusal with no trove code (431), sent
-// with writeStatusError.
+// refuseBody prepares the answer to a request whose body is refused
+// unread (413): on HTTP/1 the connection is closed after the answer, and
+// ServeHTTP reads and drops what the client goes on sending for up to
+// lingerTime first, so that a client that writes its whole body before it
+// reads gets the answer rather than a reset (the kernel resets a
+// connection closed with unread bytes). Must run before the answer is
+// written; w is the recorder ServeHTTP passed down (anything else is left
+// alone).
+func refuseBody(w http.ResponseWriter, r *http.Request) {
+	rec, ok := w.(*recorder)
+	if !ok || r.ProtoMajor != 1 || rec.status != 0 {
+		return
+	}
+	// Reading the body after the answer needs full duplex on HTTP/1.
+	if rec.rc.EnableFullDuplex() != nil {
+		return
+	}
+	rec.linger = true
+	w.Header().Set("Connection", "close")
+}
+
+// lingerBody flushes the answer and drops the rest of r's body for up to
+// lingerTime (or Timeouts.Body, if shorter).
+func (s *Server) lingerBody(rec *recorder, r *http.Request) {
+	if rec.rc.Flush() != nil {
+		return
+	}
+	_ = rec.rc.SetReadDeadline(time.Now().Add(min(lingerTime, s.limits.Body)))
+	_, _ = io.Copy(io.Discard, r.Body)
+}
+
+// statusRefusal is a refusal with no trove code (408), sent by writeError
+// as the envelope with its own status, type and retry hint.
 type statusRefusal struct {
-	status   int
-	typ, msg string
+	status          int
+	typ, msg, retry string
 }
 
 func (e *statusRefusal) Error() string { return e.msg }
 
-// serve is ServeHTTP for every transport. A non-nil refusal is a request
-// the transport could not read (FastHTTP's malformed requests): it is sent
-// as the error envelope, with the request-id, log line and metrics of any
-// other response.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, refusal error) {
+// ServeHTTP gives every response a request-id header, routes the request,
+// and records its log line and metrics. It bounds the request's body by
+// Timeouts.Body and each response by Timeouts.Write (see Timeouts); served
+// by an http.Server, the request's context ends when its client
+// disconnects.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := trove.NewID(trove.PrefixRequest, start)
 	w.Header().Set("Request-Id", rid)
-	rec := &recorder{ResponseWriter: w, route: "unmatched"}
+	rc := http.NewResponseController(w)
+	if r.ContentLength != 0 {
+		// Unknown (-1, chunked) or declared: the body must arrive in time.
+		// decodeBody lifts the deadline once it has the body, so that a
+		// slow handler's context is not cancelled by net/http's read of
+		// the next request.
+		_ = rc.SetReadDeadline(start.Add(s.limits.Body))
+	}
+	if r.ProtoMajor == 1 {
+		// Until the response starts, writes net/http makes on the
+		// handler's behalf (100 Continue) are bounded too. Not on HTTP/2,
+		// where an expired deadline resets the stream even with nothing
+		// to write.
+		_ = rc.SetWriteDeadline(start.Add(s.limits.Body + s.limits.Write))
+	}
+	rec := &recorder{ResponseWriter: w, rc: rc, write: s.limits.Write, route: "unmatched"}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -229,14 +343,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, refusal error) {
 			slog.Int("status", rec.status),
 			slog.Duration("duration", d))
 	}()
-	if refusal != nil {
-		if sr, ok := refusal.(*statusRefusal); ok {
-			s.writeStatusError(rec, sr.status, sr.typ, sr.msg)
-		} else {
-			s.writeError(rec, r, refusal)
-		}
-		return
-	}
 	if !cleanPath(r.URL.Path) {
 		// ServeMux would answer with a 307 redirect to the cleaned path, an
 		// HTML body no client of this API expects, and for ".." a route the
@@ -246,6 +352,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, refusal error) {
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+	if rec.linger {
+		s.lingerBody(rec, r)
+	}
 }
 
 // cleanPath reports whether p is absolute with no empty, "." or ".."

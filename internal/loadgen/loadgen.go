@@ -1,7 +1,7 @@
-// Package loadgen is the load generator of Trove's HTTP benchmarks (trove
-// bench, httpapi's go test benchmarks): a minimal HTTP/1.1 client, cheap
-// enough to share the machine with the server it measures, and the
-// process's CPU clock.
+// Package loadgen is the load generator of Trove's HTTP benchmarks
+// (internal/bench's and httpapi's go test benchmarks; test files only): a
+// minimal HTTP/1.1 client, cheap enough to share the machine with the
+// server it measures, and the process's CPU clock.
 package loadgen
 
 import (

@@ -113,7 +113,7 @@ func benchRun(b *testing.B, conc int, unit string, op func(context.Context, int)
 
 // BenchmarkRawTxnPerWrite: one durable transaction per write with plain
 // database/sql. conns=1 queues the goroutines on one connection (the
-// baseline sqlite.Raw uses); conns=16 gives each its own connection, which
+// baseline in baseline_test.go uses); conns=16 gives each its own connection, which
 // then contend for SQLite's write lock.
 func BenchmarkRawTxnPerWrite(b *testing.B) {
 	for _, c := range []struct{ conc, conns int }{{1, 1}, {16, 1}, {16, 16}} {

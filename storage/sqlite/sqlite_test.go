@@ -337,39 +337,6 @@ func rawOpen(t *testing.T, path string) *sql.DB {
 	return raw
 }
 
-func TestRawBaseline(t *testing.T) {
-	ctx := context.Background()
-	raw, err := sqlite.OpenRaw(ctx, t.TempDir(), 4)
-	if err != nil {
-		t.Fatalf("OpenRaw: %v", err)
-	}
-	defer raw.Close()
-	w, err := raw.Writes(ctx, 40)
-	if err != nil || w <= 0 {
-		t.Errorf("Writes = %v, %v; want a positive duration", w, err)
-	}
-	r, err := raw.Reads(ctx, 40)
-	if err != nil || r <= 0 {
-		t.Errorf("Reads = %v, %v; want a positive duration", r, err)
-	}
-	for _, n := range []int{0, -1} {
-		if _, err := raw.Writes(ctx, n); trove.ErrorCode(err) != trove.EINVALID {
-			t.Errorf("Writes(%d): %v, want EINVALID", n, err)
-		}
-		if _, err := raw.Reads(ctx, n); trove.ErrorCode(err) != trove.EINVALID {
-			t.Errorf("Reads(%d): %v, want EINVALID", n, err)
-		}
-	}
-	if _, err := sqlite.OpenRaw(ctx, t.TempDir(), 0); trove.ErrorCode(err) != trove.EINVALID {
-		t.Errorf("OpenRaw(concurrency 0): %v, want EINVALID", err)
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := raw.Reads(cancelled, 10); trove.ErrorCode(err) != trove.EUNAVAILABLE || !errors.Is(err, context.Canceled) {
-		t.Errorf("Reads with a cancelled context: %v, want EUNAVAILABLE wrapping context.Canceled", err)
-	}
-}
-
 func TestOpenPathWithURICharacters(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a b?c#d%20e")

@@ -36,7 +36,6 @@ func commands(e *env) []*cobra.Command {
 		newSyncCmd(e),
 		newMountCmd(e),
 		newSessionCmd(e),
-		newBenchCmd(e),
 		newExportCmd(e),
 		newImportCmd(e),
 		newApplyCmd(e),

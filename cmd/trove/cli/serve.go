@@ -35,8 +35,9 @@ func envOr(name, def string) string {
 type serveConfig struct {
 	data, addr, dbURL          string
 	shutdownTimeout, authCache time.Duration
-	limits                     trove.Limits // every field set and valid (resolveLimits)
-	db                         dbOptions    // resolved by resolveDBOptions
+	timeouts                   httpapi.Timeouts // every field positive (checkTimeouts)
+	limits                     trove.Limits     // every field set and valid (resolveLimits)
+	db                         dbOptions        // resolved by resolveDBOptions
 }
 
 // The PostgreSQL pool flags and their environment variables.
@@ -189,6 +190,15 @@ help) when not given, and must be positive. Several nodes on one database
 must run with the same limits. Versions older than --version-retention are
 deleted hourly, except the current version of each live memory.
 
+Timeouts: a client gets --read-header-timeout to send a request's line and
+headers (else the connection is closed), --body-timeout to send its body
+once the headers are in (else 408), --write-timeout to read each response
+from its first byte (else the connection is closed, so a client that stops
+reading holds at most one response), and a keep-alive connection waits
+--idle-timeout for its next request. A request's work is cancelled when its
+client disconnects. HTTP/1.1 and unencrypted HTTP/2 (prior knowledge) are
+served on the same port.
+
 PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
 environment variables) win over the URL's pool_max_conns and connect_timeout,
 which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
@@ -199,6 +209,9 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 				return err
 			}
 			c.limits = l
+			if err := checkTimeouts(c.timeouts); err != nil {
+				return err
+			}
 			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbConnectTimeout); err != nil {
 				return err
 			}
@@ -213,6 +226,11 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	f.DurationVar(&dbConnectTimeout, dbConnectTimeoutFlag, 0, "bound on connecting to PostgreSQL and on waiting for a pooled connection, past which a request fails with a retryable 503; 0: the URL's connect_timeout, else "+postgres.DefaultConnectTimeout.String()+" (env "+dbConnectTimeoutEnv+")")
 	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
+	dt := httpapi.DefaultTimeouts()
+	f.DurationVar(&c.timeouts.ReadHeader, "read-header-timeout", dt.ReadHeader, "how long a client may take to send a request's line and headers; past it the connection is closed")
+	f.DurationVar(&c.timeouts.Body, "body-timeout", dt.Body, "how long a client may take to send a request's body once its headers are in; past it the request gets 408")
+	f.DurationVar(&c.timeouts.Write, "write-timeout", dt.Write, "how long a client may take to read one response, from its first byte; past it the connection is closed")
+	f.DurationVar(&c.timeouts.Idle, "idle-timeout", dt.Idle, "how long a keep-alive connection may wait for its next request")
 	for _, lf := range limitFlags {
 		f.IntVar(lf.field(&c.limits), lf.name, *lf.field(&c.limits), lf.help+" (env "+lf.env+")")
 	}
@@ -223,6 +241,20 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 // defaultAuthCache is serve's --auth-cache: short enough that a revocation
 // made by another process is honoured within two seconds.
 const defaultAuthCache = 2 * time.Second
+
+// checkTimeouts requires every timeout to be positive; the error names the
+// flag at fault.
+func checkTimeouts(t httpapi.Timeouts) error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"read-header-timeout", t.ReadHeader}, {"body-timeout", t.Body}, {"write-timeout", t.Write}, {"idle-timeout", t.Idle}} {
+		if f.d <= 0 {
+			return fmt.Errorf("--%s must be a positive duration such as 30s, got %s", f.name, f.d)
+		}
+	}
+	return nil
+}
 
 func runServe(e *env, c serveConfig) error {
 	ctx := e.ctx
@@ -251,6 +283,7 @@ func runServe(e *env, c serveConfig) error {
 		MaxBodyBytes: maxBodyFor(c.limits.MaxContentBytes),
 		Metrics:      reg,
 		Health:       b.health,
+		Timeouts:     c.timeouts,
 		// The credential cache is core's (Options.AuthCacheTTL): it sees
 		// revocations made through this process at once.
 	})
@@ -258,13 +291,9 @@ func runServe(e *env, c serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.addr, err)
 	}
-	// fasthttp rather than net/http: the same handler, without net/http's
-	// per-request machinery, a large fixed part of a point read's CPU
-	// (httpapi's BenchmarkGetMemory). Its connection errors go to log at
-	// Warn.
-	srv := handler.FastHTTP()
-	srv.ReadTimeout = 10 * time.Second // the request headers; a body gets httpapi.FastBodyReadTimeout
-	srv.IdleTimeout = 2 * time.Minute
+	// net/http with c.timeouts; its connection errors go to log at Warn,
+	// redacted.
+	srv := handler.HTTPServer()
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
@@ -283,7 +312,7 @@ func runServe(e *env, c serveConfig) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
-	case err := <-serveErr:
+	case err := <-serveErr: // never http.ErrServerClosed: only Shutdown, below, closes it
 		stopRetention()
 		<-retDone
 		return fmt.Errorf("serving: %w", err)
@@ -292,7 +321,10 @@ func runServe(e *env, c serveConfig) error {
 	log.Info("shutting down: waiting for in-flight requests", "timeout", c.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
-	err = srv.ShutdownWithContext(sctx)
+	err = srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close() // past the timeout: drop what is left
+	}
 	stopRetention()
 	<-retDone
 	if err != nil {

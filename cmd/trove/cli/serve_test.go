@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -574,6 +575,10 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		{"pool overflow", []string{"--db-max-conns", "4294967296"}, nil, "--db-max-conns must be a non-negative integer"},
 		{"env pool text", nil, map[string]string{"TROVE_DB_MAX_CONNS": "many"}, `TROVE_DB_MAX_CONNS must be a non-negative integer (0: the URL's pool_max_conns or 8), got "many"`},
 		{"negative connect timeout", []string{"--db-connect-timeout", "-1s"}, nil, "--db-connect-timeout must be a non-negative duration such as 5s (0: the URL's connect_timeout or 5s), got -1s"},
+		{"zero write timeout", []string{"--write-timeout", "0s"}, nil, "--write-timeout must be a positive duration such as 30s, got 0s"},
+		{"negative body timeout", []string{"--body-timeout", "-1s"}, nil, "--body-timeout must be a positive duration such as 30s, got -1s"},
+		{"zero header timeout", []string{"--read-header-timeout", "0"}, nil, "--read-header-timeout must be a positive duration such as 30s, got 0s"},
+		{"zero idle timeout", []string{"--idle-timeout", "0s"}, nil, "--idle-timeout must be a positive duration such as 30s, got 0s"},
 		{"env connect timeout text", nil, map[string]string{"TROVE_DB_CONNECT_TIMEOUT": "5"}, `TROVE_DB_CONNECT_TIMEOUT must be a non-negative duration such as 5s (0: the URL's connect_timeout or 5s), got "5"`},
 	}
 	for _, tt := range tests {
@@ -604,10 +609,51 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		"--version-retention duration", "(env TROVE_VERSION_RETENTION) (default 720h0m0s)",
 		"--max-stores-per-session int", "(default 8)",
 		"--db-max-conns int", "(env TROVE_DB_MAX_CONNS)", "--db-connect-timeout duration", "(env TROVE_DB_CONNECT_TIMEOUT)",
+		"--read-header-timeout duration", "(default 10s)", "--body-timeout duration", "--write-timeout duration", "(default 1m0s)",
+		"--idle-timeout duration", "(default 2m0s)", "unencrypted HTTP/2",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("serve --help (exit %d) lacks %q:\n%s", code, want, out)
 		}
+	}
+}
+
+// TestServeTimeoutFlags: --body-timeout reaches the running server (a
+// trickling body gets 408 at it), and the server speaks HTTP/1.1 and
+// unencrypted HTTP/2 on one port.
+func TestServeTimeoutFlags(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, "--data", data, "--body-timeout", "300ms", "--write-timeout", "5s")
+	b, _ := os.ReadFile(filepath.Join(data, "api_key"))
+	key := strings.TrimSpace(string(b))
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	fmt.Fprintf(c, "POST /v1/memory_stores HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\nanthropic-beta: agent-memory-2026-07-22\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 50\r\n\r\n{\"na", key)
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading the answer to a trickling body: %v", err)
+	}
+	res.Body.Close()
+	if took := time.Since(start); res.StatusCode != http.StatusRequestTimeout || took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("trickling body: %d after %s, want 408 after --body-timeout 300ms", res.StatusCode, took)
+	}
+
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	h2 := &http.Client{Transport: &http.Transport{Protocols: &protos}}
+	res, err = h2.Get(s.url + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz over unencrypted HTTP/2: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.ProtoMajor != 2 {
+		t.Errorf("GET /healthz over unencrypted HTTP/2: %d %s", res.StatusCode, res.Proto)
 	}
 }
 

@@ -10,72 +10,30 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
 )
 
-// Raw is the yardstick the driver and the HTTP server are compared with,
-// meant to be measured in the same run as them: what plain database/sql
-// over modernc.org/sqlite achieves on this machine and disk with the
-// driver's own settings (WAL, synchronous=FULL, the same schema) and none
-// of Trove.
+// The raw baseline the driver is compared with in this package's
+// benchmarks, measured in the same run: what plain database/sql over
+// modernc.org/sqlite achieves on this machine and disk with the driver's
+// own settings (WAL, synchronous=FULL, the same schema) and none of Trove.
+// It lives in a test file so that the production driver exports no
+// yardstick; internal/bench has the HTTP-level equivalent.
 //
-// OpenRaw creates a new database in dir (which must exist; the caller
-// removes it) with one store of 64 memories. Then:
+//   - rawEnv.write is one durable transaction per write (BEGIN IMMEDIATE;
+//     UPDATE the memory row; INSERT a version row; COMMIT, one fsync).
+//     With one writer connection the goroutines queue on it, the fastest
+//     way to run one transaction per write on SQLite.
+//   - rawEnv.read is a point read (a memory with its content, by primary
+//     key) on the read pool.
 //
-//   - Writes does n writes spread over concurrency goroutines, each write
-//     one durable transaction (BEGIN IMMEDIATE; UPDATE the memory row;
-//     INSERT a version row; COMMIT, one fsync) — one transaction per write.
-//     The goroutines share a single connection, database/sql queueing them,
-//     which is the fastest way to run one transaction per write on SQLite
-//     (connections of their own would fight over the write lock through
-//     SQLite's sleeping busy handler).
-//   - Reads does n point reads (a memory with its content, by primary key)
-//     spread over concurrency goroutines, on a pool of concurrency read-only
-//     connections.
-//
-// Each returns the wall time the n operations took. Statements run with a
-// context that cannot be cancelled, as the driver's own do (with a
-// cancellable one, database/sql and modernc.org/sqlite start a watcher
-// goroutine per statement, which costs about as much as a point read); ctx
-// is checked between operations.
-type Raw struct {
-	env         *rawEnv
-	concurrency int
-}
-
-// OpenRaw opens the baseline's database; EINVALID for concurrency < 1.
-func OpenRaw(ctx context.Context, dir string, concurrency int) (*Raw, error) {
-	if concurrency < 1 {
-		return nil, trove.Errorf(trove.EINVALID, "the raw baseline needs concurrency >= 1")
-	}
-	env, err := newRawEnv(ctx, filepath.Join(dir, "raw-baseline.db"), 1, concurrency)
-	if err != nil {
-		return nil, err
-	}
-	return &Raw{env: env, concurrency: concurrency}, nil
-}
-
-// Writes runs n one-transaction writes; EINVALID for n < 1.
-func (r *Raw) Writes(ctx context.Context, n int) (time.Duration, error) {
-	return r.run(ctx, n, r.env.write)
-}
-
-// Reads runs n point reads; EINVALID for n < 1.
-func (r *Raw) Reads(ctx context.Context, n int) (time.Duration, error) {
-	return r.run(ctx, n, r.env.read)
-}
-
-func (r *Raw) run(ctx context.Context, n int, op func(context.Context, int) error) (time.Duration, error) {
-	if n < 1 {
-		return 0, trove.Errorf(trove.EINVALID, "the raw baseline needs n >= 1")
-	}
-	return runConcurrently(ctx, r.concurrency, n, op)
-}
-
-// Close closes the baseline's database.
-func (r *Raw) Close() error { return r.env.Close() }
+// Statements run with a context that cannot be cancelled, as the driver's
+// own do (with a cancellable one, database/sql and modernc.org/sqlite start
+// a watcher goroutine per statement, which costs about as much as a point
+// read).
 
 // rawSeedMemories is how many memories the raw baseline spreads writes over.
 const rawSeedMemories = 64
@@ -228,4 +186,25 @@ func benchContent(i int) string {
 func benchSHA(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// TestRawBaseline: the baseline writes and reads, and stops at a
+// cancelled context.
+func TestRawBaseline(t *testing.T) {
+	ctx := context.Background()
+	env, err := newRawEnv(ctx, filepath.Join(t.TempDir(), "raw.db"), 1, 4)
+	if err != nil {
+		t.Fatalf("newRawEnv: %v", err)
+	}
+	defer env.Close()
+	for name, op := range map[string]func(context.Context, int) error{"write": env.write, "read": env.read} {
+		if d, err := runConcurrently(ctx, 4, 40, op); err != nil || d <= 0 {
+			t.Errorf("%s: %v, %v; want a positive duration", name, d, err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := runConcurrently(cancelled, 4, 40, env.write); trove.ErrorCode(err) != trove.EUNAVAILABLE || !errors.Is(err, context.Canceled) {
+		t.Errorf("writes with a cancelled context: %v, want EUNAVAILABLE wrapping context.Canceled", err)
+	}
 }
