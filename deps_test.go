@@ -35,8 +35,9 @@ var forbidden = map[string][]string{
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
 	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
-	"archive/...":          {"/..."},
-	"apply/...":            {"/..."},
+	"archive/...":          {"!/internal/atomicfile", "/..."},
+	"apply/...":            {"!/internal/atomicfile", "/..."},
+	"internal/atomicfile":  {"/..."},
 	"internal/bench":       {"/..."}, // benchmarks live in its test files
 }
 

@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/atomicfile"
 )
 
 // Kind is what apply does (or, in a dry run, would do) about one item.
@@ -79,30 +79,14 @@ func LoadState(path string) (*State, error) {
 	return s, nil
 }
 
-// Save writes the state to path through a synced temp file and a rename.
+// Save writes the state to path atomically (a crash leaves the old state or
+// the new one).
 func (s *State) Save(path string) error {
 	raw, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err = f.Write(append(raw, '\n')); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.WriteFile(path, append(raw, '\n'), 0o644)
 }
 
 // StateFor returns the usual state file of the spec at specPath: next to it,

@@ -12,9 +12,9 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/atomicfile"
 )
 
 // TagKey is the store metadata key an import sets, to the archive's
@@ -431,28 +431,12 @@ func readJournal(path, exportID string) (*journal, error) {
 	return j, nil
 }
 
-// writeJournal replaces the journal through a synced temp file and a rename.
+// writeJournal replaces the journal atomically (a crash leaves the old one
+// or the new one).
 func writeJournal(path string, j *journal) error {
 	raw, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err = f.Write(append(raw, '\n')); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.WriteFile(path, append(raw, '\n'), 0o644)
 }

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/atomicfile"
 )
 
 // Config is one session run.
@@ -225,7 +226,7 @@ func (r *runner) setup(ctx context.Context) error {
 		lim = trove.DefaultLimits()
 	}
 	r.note = Note(cfg.Session.Stores, r.dirs, lim.MaxContentBytes, cfg.Mounter.Live())
-	if err := writeFileAtomic(filepath.Join(r.root, NoteName), []byte(r.note), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(r.root, NoteName), []byte(r.note), 0o644); err != nil {
 		return fmt.Errorf("session run: writing the memory note: %w", err)
 	}
 	fmt.Fprintf(r.stderr, "trove: session %s: %d store(s) under %s\n", id, len(r.mounts), r.root)
@@ -346,31 +347,4 @@ func emptyDir(dir string) error {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 	}
 	return errors.Join(errs...)
-}
-
-// writeFileAtomic writes data to path with mode perm via a synced temp file
-// and a rename, so a crash leaves the old file or the new one.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = f.Chmod(perm)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

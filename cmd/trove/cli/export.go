@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/archive"
+	"github.com/trovehq/trove/internal/atomicfile"
 )
 
 func newExportCmd(e *env) *cobra.Command {
@@ -124,27 +124,14 @@ func writeArchive(ctx context.Context, path string, stdout io.Writer, src archiv
 	if path == "-" {
 		return archive.Export(ctx, src, stdout, opts)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	var m *archive.Manifest
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		var err error
+		m, err = archive.Export(ctx, src, w, opts)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
-	}
-	tmp := f.Name()
-	m, err := archive.Export(ctx, src, f, opts)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return nil, err
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return m, nil
 }
