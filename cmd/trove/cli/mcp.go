@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,53 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/mcpserver"
 )
-
-// storeFlags are the flags that choose where stores live: a local database
-// (--data/--database) or a remote server (--url or TROVE_URL, with the key
-// in TROVE_API_KEY).
-type storeFlags struct {
-	data, dbURL, url, workspace string
-}
-
-func (sf *storeFlags) register(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&sf.data, "data", defaultDataDir(), "data directory of a local database (env TROVE_DATA)")
-	f.StringVar(&sf.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL of a local database; empty for SQLite in --data (env TROVE_DATABASE)")
-	f.StringVar(&sf.url, "url", os.Getenv("TROVE_URL"), "base URL of a Trove server to use instead of a local database; the API key comes from TROVE_API_KEY (env TROVE_URL)")
-	f.StringVar(&sf.workspace, "workspace", defaultWorkspace, "workspace of a local database, when <data>/api_key does not name one")
-}
-
-// openServices opens the stores' services: an httpapi.Client when a URL is
-// set, otherwise the local database. For a local database it returns the
-// principal writes are attributed to: the key saved in <data>/api_key when
-// there is one, else an actor-less principal in the chosen workspace. The
-// returned function releases what was opened.
-func (sf *storeFlags) openServices(ctx context.Context, cmd *cobra.Command) (trove.Services, *trove.Principal, func() error, error) {
-	if sf.url != "" {
-		if cmd.Flags().Changed("data") || cmd.Flags().Changed("database") {
-			return nil, nil, nil, mcpUsageError("use either --url (TROVE_URL) for a server or --data/--database for a local database, not both")
-		}
-		key := os.Getenv("TROVE_API_KEY")
-		if key == "" {
-			return nil, nil, nil, mcpUsageError("TROVE_URL is set but TROVE_API_KEY is empty: export the server's API key (or a session token) in TROVE_API_KEY")
-		}
-		return httpapi.NewClient(strings.TrimRight(sf.url, "/"), key), nil, func() error { return nil }, nil
-	}
-	svc, closeDB, err := openLocal(ctx, sf.data, sf.dbURL, true)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p := &trove.Principal{WorkspaceID: sf.workspace}
-	if raw, err := os.ReadFile(filepath.Join(sf.data, "api_key")); err == nil && !cmd.Flags().Changed("workspace") {
-		if kp, err := svc.Authenticate(ctx, strings.TrimSpace(string(raw))); err == nil {
-			p = kp
-		}
-	}
-	return svc, p, closeDB, nil
-}
 
 // resolveStores finds each store named by ID (memstore_…) or by exact name,
 // and gives each a distinct mount name from the slug of its name. It
@@ -251,7 +204,7 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID
 			names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
 		}
 	}
-	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: "trove", Mounted: sessionID != ""})
+	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: Version(), Mounted: sessionID != ""})
 	if err != nil {
 		return err
 	}

@@ -267,6 +267,9 @@ func runServe(e *env, c serveConfig) error {
 	srv.IdleTimeout = 2 * time.Minute
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
+	if hint := loginHint(url, c.data); hint != "" {
+		fmt.Fprintln(e.stdout, hint)
+	}
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
 	if pg, ok := b.driver.(*postgres.DB); ok {
 		pc := pg.Pool().Config()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -213,8 +212,8 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 		cleanup()
 		return nil, nil, err
 	}
-	if sf.url != "" {
-		cs.Services = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
+	if sf.t.remote() {
+		cs.Services = httpapi.NewClient(sf.t.url, token)
 		cs.Principal = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
 	} else {
 		auth, ok := svc.(trove.Authenticator)
