@@ -244,6 +244,17 @@ func (t *target) String() string {
 	return fmt.Sprintf("local database %s (from %s)", filepath.Join(t.data, "trove.db"), t.from)
 }
 
+// where names the target without the rule: the URL or the database.
+func (t *target) where() string {
+	switch {
+	case t.remote():
+		return t.url
+	case t.dbURL != "":
+		return redactURL(t.dbURL)
+	}
+	return filepath.Join(t.data, "trove.db")
+}
+
 // storeFlags are the flags that choose the target (see targetRule): a local
 // database (--data/--database) or a server (--url and --api-key).
 type storeFlags struct {

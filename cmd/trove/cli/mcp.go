@@ -21,7 +21,8 @@ import (
 
 // resolveStores finds each store named by ID (memstore_…) or by exact name,
 // and gives each a distinct mount name from the slug of its name. It
-// returns EINVALID for an unknown or ambiguous name, or a store given twice.
+// returns ENOTFOUND for an unknown store, EINVALID for an ambiguous name,
+// an archived store, or a store given twice.
 func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]trove.Store, []string, error) {
 	var all []trove.Store // every store, listed at the first name
 	var stores []trove.Store
@@ -34,7 +35,7 @@ func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]tr
 		if strings.HasPrefix(ref, trove.PrefixStore) {
 			st, err = svc.GetStore(ctx, ref)
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				err = trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
+				err = trove.Errorf(trove.ENOTFOUND, "no store with ID %s (see trove stores list)", ref)
 			}
 		} else {
 			if all == nil {
@@ -82,8 +83,8 @@ func listAllStores(ctx context.Context, svc trove.Services) ([]trove.Store, erro
 	}
 }
 
-// storeNamed returns the one store of all named name; EINVALID naming the
-// stores there are when none is, or their IDs when several are.
+// storeNamed returns the one store of all named name: ENOTFOUND naming the
+// stores there are when none is, EINVALID with their IDs when several are.
 func storeNamed(all []trove.Store, name string) (*trove.Store, error) {
 	var matches []trove.Store
 	for _, s := range all {
@@ -94,13 +95,13 @@ func storeNamed(all []trove.Store, name string) (*trove.Store, error) {
 	switch len(matches) {
 	case 0:
 		if len(all) == 0 {
-			return nil, trove.Errorf(trove.EINVALID, "no store named %q: the workspace has no stores yet (create one with the API or the console)", name)
+			return nil, trove.Errorf(trove.ENOTFOUND, "no store named %q: the workspace has no stores yet (create one with trove stores create %s)", name, shellQuote(name))
 		}
 		names := make([]string, len(all))
 		for i, s := range all {
 			names[i] = strconv.Quote(s.Name)
 		}
-		return nil, trove.Errorf(trove.EINVALID, "no store named %q; the stores are %s", name, strings.Join(names, ", "))
+		return nil, trove.Errorf(trove.ENOTFOUND, "no store named %q; the stores are %s", name, strings.Join(names, ", "))
 	case 1:
 		return &matches[0], nil
 	}

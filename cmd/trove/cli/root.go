@@ -35,6 +35,10 @@ func commands(e *env) []*cobra.Command {
 		newLoginCmd(e),
 		newLogoutCmd(e),
 		newStatusCmd(e),
+		newStoresCmd(e),
+		newMemoriesCmd(e),
+		newVersionsCmd(e),
+		newSessionsCmd(e),
 		newKeysCmd(e),
 		newMigrateCmd(e),
 		newToolCmd(e),
@@ -200,7 +204,7 @@ func withTarget(msg string, err error, t *target) string {
 		}
 	}
 	if trove.ErrorCode(err) == trove.ENOTFOUND {
-		return fmt.Sprintf("%s (on the %s)", msg, t)
+		return fmt.Sprintf("%s (on %s)", msg, t.where())
 	}
 	return msg
 }
