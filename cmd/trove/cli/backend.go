@@ -278,8 +278,19 @@ func (sf *storeFlags) addTo(f *pflag.FlagSet) {
 	f.StringVar(&sf.workspace, "workspace", defaultWorkspace, "workspace of a local database, when <data>/api_key does not name one")
 }
 
-// resolve picks the target by targetRule.
+// resolve picks the target by targetRule; a local data directory is made
+// absolute.
 func (sf *storeFlags) resolve(cmd *cobra.Command) (*target, error) {
+	t, err := sf.pick(cmd)
+	if err == nil && !t.remote() && t.data != "" {
+		if abs, aerr := filepath.Abs(t.data); aerr == nil {
+			t.data = abs
+		}
+	}
+	return t, err
+}
+
+func (sf *storeFlags) pick(cmd *cobra.Command) (*target, error) {
 	fl := cmd.Flags()
 	urlFlag := fl.Changed("url")
 	localFlag := fl.Changed("data") || fl.Changed("database")
