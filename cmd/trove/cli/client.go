@@ -26,7 +26,7 @@ type clientCmd struct {
 
 // group returns the parent command of a group, with the shared flags.
 func (c *clientCmd) group(use, short, long string) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Short: short, Long: long + "\n\n" + targetRule + "\n\n" + exitCodesHelp, Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: use, Short: short, Long: long + "\n\n" + targetRule + "\n\n" + exitCodesHelp, Args: cobra.NoArgs, RunE: helpRun}
 	c.sf.registerPersistent(cmd)
 	cmd.PersistentFlags().StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's shapes, for scripts)")
 	return cmd
@@ -148,3 +148,8 @@ func wirePage[T any](items []T, conv func(T) any) any {
 	}
 	return httpapi.WirePage(data, "")
 }
+
+// helpRun is the RunE of a command group: its help. Being runnable, the
+// group gets its Args checked, so a mistyped subcommand is a usage error
+// ("unknown command") rather than help and success.
+func helpRun(cmd *cobra.Command, args []string) error { return cmd.Help() }

@@ -19,6 +19,7 @@ func newKeysCmd(e *env) *cobra.Command {
 		Use:   "keys",
 		Short: "Create, list and revoke API keys",
 		Args:  cobra.NoArgs,
+		RunE:  helpRun,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")

@@ -20,6 +20,8 @@ func newSessionCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Run agents in sessions with memory stores attached",
+		Args:  cobra.NoArgs,
+		RunE:  helpRun,
 	}
 	cmd.AddCommand(newSessionRunCmd(e))
 	return cmd
