@@ -100,6 +100,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		RunE:          helpRun,
 	}
 	root.SetVersionTemplate("trove {{.Version}}\n")
 	root.SetArgs(args)
