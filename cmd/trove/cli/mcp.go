@@ -195,10 +195,7 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID
 	} else {
 		stores, slugs, err := resolveStores(lookupCtx, svc, refs)
 		if err != nil {
-			if trove.ErrorCode(err) != trove.EINTERNAL {
-				return errors.New(trove.ErrorMessage(err)) // a clean line for the user
-			}
-			return err
+			return err // Main renders it for people and names the target
 		}
 		for i, st := range stores {
 			mounts = append(mounts, mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]})
