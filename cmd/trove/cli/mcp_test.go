@@ -157,6 +157,15 @@ func TestMCPSubprocess(t *testing.T) {
 	t.Run("stdio-local", func(t *testing.T) {
 		data, storeID, keyID, _ := setup(t, "Demo Memory")
 		cs := connect(t, env(), "mcp", "--store", "Demo Memory", "--data", data)
+		// serverInfo carries the version trove version prints.
+		out, err := exec.Command(bin, "version").Output()
+		if err != nil {
+			t.Fatalf("trove version: %v", err)
+		}
+		info := cs.InitializeResult().ServerInfo
+		if want := strings.Fields(string(out))[1]; info.Name != "trove" || info.Version != want {
+			t.Errorf("serverInfo = %s %s, want trove %s (trove version: %q)", info.Name, info.Version, want, out)
+		}
 		exerciseMCP(t, cs)
 		if err := cs.Close(); err != nil {
 			t.Errorf("close: %v", err)
