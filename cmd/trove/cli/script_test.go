@@ -3,11 +3,11 @@ package cli
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 // Besides testscript's own commands, scripts have:
 //
 //	serve [ARGS…]         start trove serve on 127.0.0.1:0 with --data $WORK/data
-//	                      (in this process, stopped when the script ends); sets
+//	                      unless ARGS give --data (in this process, stopped when
+//	                      the script ends); sets
 //	                      $SERVER to its URL and writes its standard output up to
 //	                      the login hint to $WORK/serve.out
 //	capture NAME REGEXP   set $NAME to REGEXP's first group in the last stdout
@@ -60,7 +61,11 @@ func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
 	pr, pw := io.Pipe()
 	var errb syncBuffer
 	done := make(chan int, 1)
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", ts.MkAbs("data")}, args...)
+	argv := []string{"serve", "--addr", "127.0.0.1:0"}
+	if !slices.Contains(args, "--data") {
+		argv = append(argv, "--data", ts.MkAbs("data"))
+	}
+	argv = append(argv, args...)
 	go func() {
 		done <- run(ctx, argv, strings.NewReader(""), pw, &errb)
 		pw.Close()
@@ -112,5 +117,4 @@ func scriptMode(ts *testscript.TestScript, neg bool, args []string) {
 	if got := fi.Mode().Perm(); (uint64(got) == want) == neg {
 		ts.Fatalf("mode of %s is %s (want %s%s)", args[0], got, map[bool]string{true: "not ", false: ""}[neg], os.FileMode(want))
 	}
-	_ = fmt.Sprint()
 }
