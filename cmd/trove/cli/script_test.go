@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/trovehq/trove/httpapi"
 )
 
 // TestMain lets the test binary act as the trove command in scripts.
@@ -34,6 +39,9 @@ func TestMain(m *testing.M) {
 //	                      the login hint to $WORK/serve.out
 //	capture NAME REGEXP   set $NAME to REGEXP's first group in the last stdout
 //	mode FILE PERM        the file's permission bits are PERM (octal)
+//	api PATH              GET $SERVER/PATH with the key in $WORK/data/api_key and
+//	                      the beta header; the body, indented as -o json does,
+//	                      becomes stdout
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -49,6 +57,7 @@ func TestScripts(t *testing.T) {
 			"serve":   scriptServe,
 			"capture": scriptCapture,
 			"mode":    scriptMode,
+			"api":     scriptAPI,
 		},
 	})
 }
@@ -117,4 +126,26 @@ func scriptMode(ts *testscript.TestScript, neg bool, args []string) {
 	if got := fi.Mode().Perm(); (uint64(got) == want) == neg {
 		ts.Fatalf("mode of %s is %s (want %s%s)", args[0], got, map[bool]string{true: "not ", false: ""}[neg], os.FileMode(want))
 	}
+}
+
+func scriptAPI(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: api PATH")
+	}
+	req, err := http.NewRequest(http.MethodGet, ts.Getenv("SERVER")+args[0], nil)
+	ts.Check(err)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(ts.ReadFile("data/api_key")))
+	req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
+	res, err := http.DefaultClient.Do(req)
+	ts.Check(err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	ts.Check(err)
+	if (res.StatusCode == http.StatusOK) == neg {
+		ts.Fatalf("GET %s: %s\n%s", args[0], res.Status, body)
+	}
+	var out bytes.Buffer
+	ts.Check(json.Indent(&out, bytes.TrimSpace(body), "", "  "))
+	out.WriteByte('\n')
+	ts.Stdout().Write(out.Bytes())
 }
