@@ -64,7 +64,8 @@ func TestMountLocal(t *testing.T) {
 		"Notes":          {"/todo.md": "- buy tea\n"},
 		"Team Standards": {"/style.md": "tabs\n"},
 	})
-	dir := t.TempDir()
+	// A missing mount point is created.
+	dir := filepath.Join(t.TempDir(), "missing", "mnt")
 	stop := startMount(t, 2, "--data", data, "--store", "Notes", "--store", "Team Standards:ro", "--refresh", "100ms", dir)
 
 	names, err := os.ReadDir(dir)
