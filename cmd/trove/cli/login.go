@@ -183,7 +183,12 @@ workspace, and whether it answers. It exits 1 when the target does not answer.
 			if t.remote() {
 				fmt.Fprintf(e.stdout, "server:    %s\nchosen by: %s\nkey from:  %s\n", t.url, t.from, t.keyFrom)
 				pr, err := probe(e.ctx, t.url, t.key)
-				if err != nil {
+				switch trove.ErrorCode(err) {
+				case "":
+				case trove.EUNAUTHENTICATED, trove.EFORBIDDEN:
+					fmt.Fprintf(e.stdout, "reachable: yes, but the key is refused\n")
+					return err
+				default:
 					fmt.Fprintf(e.stdout, "reachable: no\n")
 					return err
 				}

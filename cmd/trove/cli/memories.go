@@ -558,7 +558,11 @@ func (c *clientCmd) diffCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "diff STORE VERSION [VERSION2]",
 		Short: "Show what changed between two versions, or from a version to the memory's current content",
-		Args:  cobra.RangeArgs(2, 3),
+		Long: `diff prints a unified diff from VERSION to VERSION2, or without VERSION2 to
+the memory's current content (empty when the memory is deleted; a redacted
+version counts as empty). With -o json it prints {"from", "to", "diff"}: the
+two labels and the unified diff text.`,
+		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, st, _, err := c.storeTree(cmd, args[0])
 			if err != nil {
