@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -351,8 +352,9 @@ yours, keeps your text in a file it names, and exits 4.`,
 	}
 }
 
-// runEditor runs $VISUAL, else $EDITOR, else vi on file, through the shell
-// so that an editor with arguments ("code --wait") works.
+// runEditor runs $VISUAL, else $EDITOR, else vi (notepad on Windows) on
+// file, through the shell (cmd on Windows) so that an editor with arguments
+// ("code --wait") works.
 func runEditor(e *env, file string) error {
 	ed := os.Getenv("VISUAL")
 	if ed == "" {
@@ -360,8 +362,14 @@ func runEditor(e *env, file string) error {
 	}
 	if ed == "" {
 		ed = "vi"
+		if runtime.GOOS == "windows" {
+			ed = "notepad"
+		}
 	}
 	cmd := exec.CommandContext(e.ctx, "/bin/sh", "-c", ed+` "$1"`, "sh", file)
+	if runtime.GOOS == "windows" {
+		cmd = exec.CommandContext(e.ctx, "cmd", "/c", ed+` "`+file+`"`)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	if f, ok := e.stdin.(*os.File); ok {
 		cmd.Stdin = f
