@@ -128,9 +128,9 @@ func newMCPCmd(e *env) *cobra.Command {
 
 With one --store, /memories is that store; with several, /memories/<slug>/ is
 each store (the slug of its name). --session serves a session's stores at
-their mount names, acting as the session (its actor, its access). Stores come from the local database in
---data (or --database), or from a Trove server when TROVE_URL (or --url) is
-set, authenticated by TROVE_API_KEY.
+their mount names, acting as the session (its actor, its access). Stores are on the server or database every
+client command uses (see trove status): --url (with --api-key) or --data,
+TROVE_URL (with TROVE_API_KEY) or TROVE_DATA, or the server saved by trove login.
 
 By default the server speaks MCP over stdin/stdout (what desktop clients
 launch); nothing else is written to stdout. With --http it serves streamable

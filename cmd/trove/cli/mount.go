@@ -35,8 +35,8 @@ since it was opened, close fails with ESTALE and the written bytes are saved
 next to it as <stem>.conflict-<id8>-<UTC time><ext>. Other writers' changes
 appear within --refresh.
 
-The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
-TROVE_API_KEY). Runs until SIGINT/SIGTERM, then unmounts and ends the
+The store is on the server or database every client command uses (see
+trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login. Runs until SIGINT/SIGTERM, then unmounts and ends the
 session. Needs /dev/fuse (root, or fusermount3 for other users).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
