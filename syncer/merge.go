@@ -1,20 +1,21 @@
 package syncer
 
-import "bytes"
+import (
+	"bytes"
 
-// maxMergeCells bounds the LCS table of one merge (after trimming the common
-// prefix and suffix). Larger inputs are reported as not mergeable, which makes
-// the engine keep both sides as a conflict copy: slower merges are never
-// worth risking a wrong one.
-const maxMergeCells = 4 << 20
+	"github.com/aymanbagabas/go-udiff/lcs"
+)
 
 // Merge3 is a line-based three-way merge (diff3) of two descendants a and b
 // of base. It returns the merged bytes and true when every change of a and b
 // falls in a region the other side left untouched, or when both sides made
 // the same change; it returns nil and false when the sides changed the same
-// region differently (a conflict) or when the inputs are too large to diff
-// cheaply. Lines keep their terminators, so a missing final newline is a
-// change like any other.
+// region differently (a conflict). Lines keep their terminators, so a
+// missing final newline is a change like any other. The line matching of
+// each side against base comes from go-udiff's line diff (lcs.DiffLines),
+// whose search is bounded: on very different inputs it may match fewer
+// lines than it could, which can only turn a clean merge into a conflict
+// (both sides kept), never merge wrongly.
 func Merge3(base, a, b []byte) ([]byte, bool) {
 	switch {
 	case bytes.Equal(a, b):
@@ -39,11 +40,7 @@ func Merge3(base, a, b []byte) ([]byte, bool) {
 		return out
 	}
 	oi, xi, yi := intern(o), intern(x), intern(y)
-	ma, ok1 := matchLines(oi, xi)
-	mb, ok2 := matchLines(oi, yi)
-	if !ok1 || !ok2 {
-		return nil, false
-	}
+	ma, mb := matchLines(o, x), matchLines(o, y)
 	var out bytes.Buffer
 	emit := func(ls []string) {
 		for _, l := range ls {
@@ -112,55 +109,22 @@ func equalInts(a, b []int) bool {
 }
 
 // matchLines returns, for each line of o, the index of the line of x it is
-// matched to in a longest common subsequence, or -1. It returns false when
-// the middle part (after trimming the common prefix and suffix) is too large.
-func matchLines(o, x []int) ([]int, bool) {
+// matched to in the common subsequence of o and x that go-udiff's line diff
+// finds, or -1 for a line x deleted or replaced.
+func matchLines(o, x []string) []int {
 	m := make([]int, len(o))
-	for i := range m {
-		m[i] = -1
-	}
-	pre := 0
-	for pre < len(o) && pre < len(x) && o[pre] == x[pre] {
-		m[pre] = pre
-		pre++
-	}
-	suf := 0
-	for suf < len(o)-pre && suf < len(x)-pre && o[len(o)-1-suf] == x[len(x)-1-suf] {
-		m[len(o)-1-suf] = len(x) - 1 - suf
-		suf++
-	}
-	a, b := o[pre:len(o)-suf], x[pre:len(x)-suf]
-	n, k := len(a), len(b)
-	if n == 0 || k == 0 {
-		return m, true
-	}
-	if (n+1)*(k+1) > maxMergeCells {
-		return nil, false
-	}
-	// dp[i][j] = LCS length of a[i:], b[j:].
-	w := k + 1
-	dp := make([]int32, (n+1)*w)
-	for i := n - 1; i >= 0; i-- {
-		for j := k - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				dp[i*w+j] = dp[(i+1)*w+j+1] + 1
-			} else if dp[(i+1)*w+j] >= dp[i*w+j+1] {
-				dp[i*w+j] = dp[(i+1)*w+j]
-			} else {
-				dp[i*w+j] = dp[i*w+j+1]
-			}
+	i, j := 0, 0
+	for _, d := range lcs.DiffLines(o, x) {
+		for ; i < d.Start; i, j = i+1, j+1 {
+			m[i] = j
 		}
-	}
-	for i, j := 0, 0; i < n && j < k; {
-		switch {
-		case a[i] == b[j]:
-			m[pre+i] = pre + j
-			i, j = i+1, j+1
-		case dp[(i+1)*w+j] >= dp[i*w+j+1]:
-			i++
-		default:
-			j++
+		for ; i < d.End; i++ {
+			m[i] = -1
 		}
+		j = d.ReplEnd
 	}
-	return m, true
+	for ; i < len(o); i, j = i+1, j+1 {
+		m[i] = j
+	}
+	return m
 }

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -76,4 +77,24 @@ func FuzzMerge3(f *testing.F) {
 			t.Fatalf("merge(%q,%q,%q) = %q", base, a, b, m)
 		}
 	})
+}
+
+// TestMerge3Large: edits far apart in a long text merge cleanly (a
+// quadratic LCS table for a's span from line 100 to 4900 would be 23
+// million cells).
+func TestMerge3Large(t *testing.T) {
+	lines := make([]string, 5000)
+	for i := range lines {
+		lines[i] = "line " + strconv.Itoa(i) + "\n"
+	}
+	base := strings.Join(lines, "")
+	// a changes both ends, b the middle.
+	a := strings.Replace(base, "line 100\n", "line one hundred\n", 1)
+	a = strings.Replace(a, "line 4900\n", "line 4900 changed\n", 1)
+	b := strings.Replace(base, "line 2500\n", "line 2500 changed\n", 1)
+	want := strings.Replace(a, "line 2500\n", "line 2500 changed\n", 1)
+	got, ok := Merge3([]byte(base), []byte(a), []byte(b))
+	if !ok || string(got) != want {
+		t.Fatalf("clean = %v; merge differs from both edits applied", ok)
+	}
 }

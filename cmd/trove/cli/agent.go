@@ -29,8 +29,8 @@ func newAgentCmd(e *env) *cobra.Command {
 		Short: "Run Claude with the memory tool over a local directory",
 		Long: `Send the prompt to Claude with the memory tool enabled and execute its
 memory operations on the directory given by --root (/memories maps to it),
-or on the memory store given by --store (local --data, or TROVE_URL with
-TROVE_API_KEY; every write is a version), until Claude stops asking for tools. Claude's text goes to standard output,
+or on the memory store given by --store (on the server or database every client
+command uses, see trove status; every write is a version), until Claude stops asking for tools. Claude's text goes to standard output,
 one line per memory call to standard error.
 
 With --expire-after (--root only), files not read for that long are deleted

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -55,10 +54,7 @@ func (a *agentStore) open(ctx context.Context, cmd *cobra.Command, opt memtool.O
 	stores, _, err := resolveStores(lookupCtx, svc, []string{a.ref})
 	if err != nil {
 		closeSvc()
-		if trove.ErrorCode(err) != trove.EINTERNAL {
-			return nil, nil, errors.New(trove.ErrorMessage(err))
-		}
-		return nil, nil, err
+		return nil, nil, err // Main renders it for people and names the target
 	}
 	fsys := storefs.New(svc, stores[0].ID, storefs.Options{Principal: p})
 	return memtool.New(fsys, opt), closeSvc, nil

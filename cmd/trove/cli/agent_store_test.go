@@ -51,7 +51,7 @@ func TestAgentStore(t *testing.T) {
 		}
 		tool, closeStore, err := a.open(context.Background(), cmd, memtool.Options{})
 		if tt.wantErr != "" {
-			if err == nil || err.Error() != tt.wantErr {
+			if err == nil || errorText(err) != tt.wantErr {
 				t.Errorf("open(%q) = %v, want %q", tt.ref, err, tt.wantErr)
 			}
 			continue

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,57 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/mcpserver"
 )
 
-// storeFlags are the flags that choose where stores live: a local database
-// (--data/--database) or a remote server (--url or TROVE_URL, with the key
-// in TROVE_API_KEY).
-type storeFlags struct {
-	data, dbURL, url, workspace string
-}
-
-func (sf *storeFlags) register(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&sf.data, "data", defaultDataDir(), "data directory of a local database (env TROVE_DATA)")
-	f.StringVar(&sf.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL of a local database; empty for SQLite in --data (env TROVE_DATABASE)")
-	f.StringVar(&sf.url, "url", os.Getenv("TROVE_URL"), "base URL of a Trove server to use instead of a local database; the API key comes from TROVE_API_KEY (env TROVE_URL)")
-	f.StringVar(&sf.workspace, "workspace", defaultWorkspace, "workspace of a local database, when <data>/api_key does not name one")
-}
-
-// openServices opens the stores' services: an httpapi.Client when a URL is
-// set, otherwise the local database. For a local database it returns the
-// principal writes are attributed to: the key saved in <data>/api_key when
-// there is one, else an actor-less principal in the chosen workspace. The
-// returned function releases what was opened.
-func (sf *storeFlags) openServices(ctx context.Context, cmd *cobra.Command) (trove.Services, *trove.Principal, func() error, error) {
-	if sf.url != "" {
-		if cmd.Flags().Changed("data") || cmd.Flags().Changed("database") {
-			return nil, nil, nil, mcpUsageError("use either --url (TROVE_URL) for a server or --data/--database for a local database, not both")
-		}
-		key := os.Getenv("TROVE_API_KEY")
-		if key == "" {
-			return nil, nil, nil, mcpUsageError("TROVE_URL is set but TROVE_API_KEY is empty: export the server's API key (or a session token) in TROVE_API_KEY")
-		}
-		return httpapi.NewClient(strings.TrimRight(sf.url, "/"), key), nil, func() error { return nil }, nil
-	}
-	svc, closeDB, err := openLocal(ctx, sf.data, sf.dbURL, true)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p := &trove.Principal{WorkspaceID: sf.workspace}
-	if raw, err := os.ReadFile(filepath.Join(sf.data, "api_key")); err == nil && !cmd.Flags().Changed("workspace") {
-		if kp, err := svc.Authenticate(ctx, strings.TrimSpace(string(raw))); err == nil {
-			p = kp
-		}
-	}
-	return svc, p, closeDB, nil
-}
-
 // resolveStores finds each store named by ID (memstore_…) or by exact name,
 // and gives each a distinct mount name from the slug of its name. It
-// returns EINVALID for an unknown or ambiguous name, or a store given twice.
+// returns ENOTFOUND for an unknown store, EINVALID for an ambiguous name,
+// an archived store, or a store given twice.
 func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]trove.Store, []string, error) {
 	var all []trove.Store // every store, listed at the first name
 	var stores []trove.Store
@@ -81,7 +35,7 @@ func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]tr
 		if strings.HasPrefix(ref, trove.PrefixStore) {
 			st, err = svc.GetStore(ctx, ref)
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				err = trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
+				err = trove.Errorf(trove.ENOTFOUND, "no store with ID %s (see trove stores list)", ref)
 			}
 		} else {
 			if all == nil {
@@ -129,8 +83,8 @@ func listAllStores(ctx context.Context, svc trove.Services) ([]trove.Store, erro
 	}
 }
 
-// storeNamed returns the one store of all named name; EINVALID naming the
-// stores there are when none is, or their IDs when several are.
+// storeNamed returns the one store of all named name: ENOTFOUND naming the
+// stores there are when none is, EINVALID with their IDs when several are.
 func storeNamed(all []trove.Store, name string) (*trove.Store, error) {
 	var matches []trove.Store
 	for _, s := range all {
@@ -141,13 +95,13 @@ func storeNamed(all []trove.Store, name string) (*trove.Store, error) {
 	switch len(matches) {
 	case 0:
 		if len(all) == 0 {
-			return nil, trove.Errorf(trove.EINVALID, "no store named %q: the workspace has no stores yet (create one with the API or the console)", name)
+			return nil, trove.Errorf(trove.ENOTFOUND, "no store named %q: the workspace has no stores yet (create one with trove stores create %s)", name, shellQuote(name))
 		}
 		names := make([]string, len(all))
 		for i, s := range all {
 			names[i] = strconv.Quote(s.Name)
 		}
-		return nil, trove.Errorf(trove.EINVALID, "no store named %q; the stores are %s", name, strings.Join(names, ", "))
+		return nil, trove.Errorf(trove.ENOTFOUND, "no store named %q; the stores are %s", name, strings.Join(names, ", "))
 	case 1:
 		return &matches[0], nil
 	}
@@ -174,9 +128,9 @@ func newMCPCmd(e *env) *cobra.Command {
 
 With one --store, /memories is that store; with several, /memories/<slug>/ is
 each store (the slug of its name). --session serves a session's stores at
-their mount names, acting as the session (its actor, its access). Stores come from the local database in
---data (or --database), or from a Trove server when TROVE_URL (or --url) is
-set, authenticated by TROVE_API_KEY.
+their mount names, acting as the session (its actor, its access). Stores are on the server or database every
+client command uses (see trove status): --url (with --api-key) or --data,
+TROVE_URL (with TROVE_API_KEY) or TROVE_DATA, or the server saved by trove login.
 
 By default the server speaks MCP over stdin/stdout (what desktop clients
 launch); nothing else is written to stdout. With --http it serves streamable
@@ -241,17 +195,14 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID
 	} else {
 		stores, slugs, err := resolveStores(lookupCtx, svc, refs)
 		if err != nil {
-			if trove.ErrorCode(err) != trove.EINTERNAL {
-				return errors.New(trove.ErrorMessage(err)) // a clean line for the user
-			}
-			return err
+			return err // Main renders it for people and names the target
 		}
 		for i, st := range stores {
 			mounts = append(mounts, mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]})
 			names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
 		}
 	}
-	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: "trove", Mounted: sessionID != ""})
+	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: Version(), Mounted: sessionID != ""})
 	if err != nil {
 		return err
 	}

@@ -157,6 +157,15 @@ func TestMCPSubprocess(t *testing.T) {
 	t.Run("stdio-local", func(t *testing.T) {
 		data, storeID, keyID, _ := setup(t, "Demo Memory")
 		cs := connect(t, env(), "mcp", "--store", "Demo Memory", "--data", data)
+		// serverInfo carries the version trove version prints.
+		out, err := exec.Command(bin, "version").Output()
+		if err != nil {
+			t.Fatalf("trove version: %v", err)
+		}
+		info := cs.InitializeResult().ServerInfo
+		if want := strings.Fields(string(out))[1]; info.Name != "trove" || info.Version != want {
+			t.Errorf("serverInfo = %s %s, want trove %s (trove version: %q)", info.Name, info.Version, want, out)
+		}
 		exerciseMCP(t, cs)
 		if err := cs.Close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -272,7 +281,9 @@ func TestMCPSubprocess(t *testing.T) {
 			want string
 		}{
 			{[]string{"mcp", "--data", data}, nil, 2, "trove: --store is required: name the memory store (by name or memstore_ ID) to serve, or give --session\n"},
-			{[]string{"mcp", "--data", data, "--store", "Nope"}, nil, 1, "trove: no store named \"Nope\"; the stores are \"Demo Memory\"\n"},
+			{[]string{"mcp", "--data", data, "--store", "Nope"}, nil, 3, "trove: no store named \"Nope\"; the stores are \"Demo Memory\" (on " + filepath.Join(data, "trove.db") + ")\n"},
+			// The server down: the error names it.
+			{[]string{"mcp", "--store", "x"}, []string{"TROVE_URL=http://127.0.0.1:1", "TROVE_API_KEY=trove_sk_x"}, 1, "trove: cannot reach the server http://127.0.0.1:1 (from TROVE_URL): the Trove server could not be reached: dial tcp 127.0.0.1:1: connect: connection refused; start it with trove serve, or point the client elsewhere (trove login URL)\n"},
 			{[]string{"mcp", "--data", data, "--store", "Demo Memory", "--http", "0.0.0.0:7"}, nil, 2, "trove: --http \"0.0.0.0:7\": the MCP endpoint has no authentication, so it only listens on a loopback address (127.0.0.1:PORT or [::1]:PORT)\n"},
 			{[]string{"mcp", "--store", "x"}, []string{"TROVE_URL=http://127.0.0.1:1"}, 2, "trove: TROVE_URL is set but TROVE_API_KEY is empty: export the server's API key (or a session token) in TROVE_API_KEY\n"},
 		}

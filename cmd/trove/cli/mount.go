@@ -24,7 +24,7 @@ func newMountCmd(e *env) *cobra.Command {
 		Use:   "mount --store NAME_OR_ID[:ro] [--store …] DIR",
 		Short: "Mount memory stores as a live filesystem (FUSE)",
 		Long: `mount creates a session with the given stores attached (":ro" for
-read-only) and mounts them at DIR, one directory per store named by the slug
+read-only) and mounts them at DIR (created when missing), one directory per store named by the slug
 of its name (DIR/<slug>). DIR itself is read-only.
 
 A file is a memory. Writes are buffered and each close (or fsync) of a
@@ -35,8 +35,8 @@ since it was opened, close fails with ESTALE and the written bytes are saved
 next to it as <stem>.conflict-<id8>-<UTC time><ext>. Other writers' changes
 appear within --refresh.
 
-The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
-TROVE_API_KEY). Runs until SIGINT/SIGTERM, then unmounts and ends the
+The store is on the server or database every client command uses (see
+trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login. Runs until SIGINT/SIGTERM, then unmounts and ends the
 session. Needs /dev/fuse (root, or fusermount3 for other users).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,8 +72,12 @@ func runMount(e *env, cmd *cobra.Command, sf *storeFlags, o mountOpts) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	// A missing mount point is created, as sync --dir and tool --root do.
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return &exitError{code: 2, err: fmt.Errorf("mount: %s is not a directory", dir)}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("mount: cannot create the mount point %s: %v", dir, err)}
 	}
 	sess, closeSvc, err := startSession(e, cmd, sf, "mount", o.refs, nil)
 	if err != nil {

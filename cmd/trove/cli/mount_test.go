@@ -64,7 +64,8 @@ func TestMountLocal(t *testing.T) {
 		"Notes":          {"/todo.md": "- buy tea\n"},
 		"Team Standards": {"/style.md": "tabs\n"},
 	})
-	dir := t.TempDir()
+	// A missing mount point is created.
+	dir := filepath.Join(t.TempDir(), "missing", "mnt")
 	stop := startMount(t, 2, "--data", data, "--store", "Notes", "--store", "Team Standards:ro", "--refresh", "100ms", dir)
 
 	names, err := os.ReadDir(dir)
@@ -191,14 +192,18 @@ func TestMountRemote(t *testing.T) {
 }
 
 func TestMountUsage(t *testing.T) {
+	aFile := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(aFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"no store", []string{"mount", t.TempDir()}, "give at least one --store"},
-		{"no dir", []string{"mount", "--store", "x"}, "accepts 1 arg"},
-		{"not a dir", []string{"mount", "--store", "x", filepath.Join(t.TempDir(), "missing")}, "is not a directory"},
+		{"no dir", []string{"mount", "--store", "x"}, "usage: trove mount --store NAME_OR_ID[:ro]"},
+		{"not a dir", []string{"mount", "--store", "x", aFile}, "is not a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := syncCLI(t, tc.args...)

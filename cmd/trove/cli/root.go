@@ -8,10 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
 )
 
 // env is what every subcommand receives: the process's standard streams and
@@ -28,6 +32,13 @@ type env struct {
 func commands(e *env) []*cobra.Command {
 	return []*cobra.Command{
 		newServeCmd(e),
+		newLoginCmd(e),
+		newLogoutCmd(e),
+		newStatusCmd(e),
+		newStoresCmd(e),
+		newMemoriesCmd(e),
+		newVersionsCmd(e),
+		newSessionsCmd(e),
 		newKeysCmd(e),
 		newMigrateCmd(e),
 		newToolCmd(e),
@@ -39,8 +50,22 @@ func commands(e *env) []*cobra.Command {
 		newExportCmd(e),
 		newImportCmd(e),
 		newApplyCmd(e),
+		newVersionCmd(e),
 	}
 }
+
+// Exit codes, stated once in the root help.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitConflict = 4
+)
+
+const exitCodesHelp = `Exit codes: 0 success, 1 error, 2 usage (bad flags or arguments, no target),
+3 not found, 4 conflict (the content changed since it was read, or the path is
+taken).`
 
 // exitError carries a specific exit code out of a subcommand.
 type exitError struct {
@@ -51,8 +76,13 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// usageError is a usage error (exit code 2).
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
 // Main runs the trove command line with args (without the program name) and
-// returns the process exit code: 0 on success, 2 on a usage error, 1 otherwise.
+// returns the process exit code (see exitCodesHelp).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -62,24 +92,122 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
-		Use:           "trove",
-		Short:         "Self-hosted memory for AI agents",
-		Long:          "Trove is a self-hosted memory layer for AI agents: the Claude memory tool engine, a memory stores API server, sessions, sync and mounts.",
+		Use:   "trove",
+		Short: "Self-hosted memory for AI agents",
+		Long: "Trove is a self-hosted memory layer for AI agents: the Claude memory tool engine, a memory stores API server, sessions, sync and mounts.\n\n" +
+			"Start a server with trove serve, point the client at it with trove login URL, then\n" +
+			"use trove stores, trove memories, trove versions and trove sessions.\n\n" +
+			targetRule + "\n\n" + exitCodesHelp,
+		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE:          helpRun,
 	}
+	root.SetVersionTemplate("trove {{.Version}}\n")
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(commands(e)...)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "trove:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return ee.code
-		}
-		return 1
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: withUsage(cmd, err.Error())}
+	})
+	wrapArgs(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
 	}
-	return 0
+	code := exitCode(err)
+	msg := errorText(err)
+	if t := targetOf(cmd); t != nil {
+		msg = withTarget(msg, err, t)
+	}
+	fmt.Fprintln(stderr, "trove: "+msg)
+	return code
+}
+
+// wrapArgs makes every argument-count error of cmd and its subcommands a
+// usage error that shows the command's usage line.
+func wrapArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				msg := err.Error()
+				if strings.HasPrefix(msg, "accepts ") || strings.HasPrefix(msg, "requires ") || strings.HasPrefix(msg, "received ") {
+					msg = fmt.Sprintf("%s: wrong number of arguments (%d given)", c.CommandPath(), len(args))
+				}
+				return &exitError{code: exitUsage, err: withUsage(c, msg)}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+// withUsage adds cmd's usage line and where to read more to msg.
+func withUsage(cmd *cobra.Command, msg string) error {
+	return fmt.Errorf("%s\nusage: %s\nrun %q for more", msg, cmd.UseLine(), cmd.CommandPath()+" --help")
+}
+
+// exitCode maps err to the process exit code.
+func exitCode(err error) int {
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		return ee.code
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+		return exitUsage
+	}
+	switch trove.ErrorCode(err) {
+	case trove.ENOTFOUND:
+		return exitNotFound
+	case trove.EPRECONDITION, trove.EPATHCONFLICT, trove.ECONFLICT:
+		return exitConflict
+	}
+	return exitFailed
+}
+
+// errorText renders err for a person: the message of a *trove.Error without
+// its code name, internal causes only where they help (an unreachable
+// server, a local failure), and no repeated "trove:" prefix.
+func errorText(err error) string {
+	s := err.Error()
+	if te, ok := errors.AsType[*trove.Error](err); ok {
+		repl := te.Message
+		if te.Err != nil && (te.Code == trove.EUNAVAILABLE || te.Code == trove.EINTERNAL) {
+			cause := te.Err.Error()
+			if oe, ok := errors.AsType[*net.OpError](te.Err); ok {
+				cause = oe.Error()
+			}
+			repl += ": " + cause
+		}
+		s = strings.Replace(s, te.Error(), repl, 1)
+	}
+	for strings.HasPrefix(s, "trove: ") {
+		s = strings.TrimPrefix(s, "trove: ")
+	}
+	return s
+}
+
+// withTarget adds the target to the message of an error that depends on
+// it: an unreachable server or database, a refused credential.
+func withTarget(msg string, err error, t *target) string {
+	switch trove.ErrorCode(err) {
+	case trove.EUNAVAILABLE:
+		if t.remote() {
+			return fmt.Sprintf("cannot reach the %s: %s; start it with trove serve, or point the client elsewhere (trove login URL)", t, msg)
+		}
+		return fmt.Sprintf("%s: %s", t, msg)
+	case trove.EUNAUTHENTICATED:
+		if t.remote() {
+			return fmt.Sprintf("the %s refused the API key from %s: %s; run trove login %s with a valid key", t, t.keyFrom, msg, t.url)
+		}
+	}
+	if trove.ErrorCode(err) == trove.ENOTFOUND {
+		return fmt.Sprintf("%s (on %s)", msg, t.where())
+	}
+	return msg
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/atomicfile"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
@@ -296,6 +297,9 @@ func runServe(e *env, c serveConfig) error {
 	srv := handler.HTTPServer()
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
+	if hint := loginHint(url, c.data); hint != "" {
+		fmt.Fprintln(e.stdout, hint)
+	}
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
 	if pg, ok := b.driver.(*postgres.DB); ok {
 		pc := pg.Pool().Config()
@@ -352,7 +356,7 @@ func ensureFirstKey(ctx context.Context, e *env, b *backend, data string) error 
 		return fmt.Errorf("creating the data directory: %w", err)
 	}
 	path := filepath.Join(data, "api_key")
-	if err := writeFileAtomic(path, []byte(secret+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
 		return fmt.Errorf("saving the API key: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "trove: created API key %s in workspace %s (saved to %s; shown once):\n%s\n", k.ID, k.WorkspaceID, path, secret)

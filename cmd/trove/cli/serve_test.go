@@ -204,7 +204,7 @@ func TestServeFirstRunKeysAndRestart(t *testing.T) {
 	if !errors.As(err, &apierr) || apierr.StatusCode != 401 {
 		t.Errorf("revoked key = %v, want 401", err)
 	}
-	if code, _, errOut := runTrove(t, "keys", "revoke", "--data", data, "apikey_nope"); code != 1 || !strings.Contains(errOut, "not found") {
+	if code, _, errOut := runTrove(t, "keys", "revoke", "--data", data, "apikey_nope"); code != 3 || !strings.Contains(errOut, "no API key with ID or name \"apikey_nope\"") {
 		t.Errorf("revoke unknown key = %d %q", code, errOut)
 	}
 

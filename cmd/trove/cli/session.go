@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +20,8 @@ func newSessionCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Run agents in sessions with memory stores attached",
+		Args:  cobra.NoArgs,
+		RunE:  helpRun,
 	}
 	cmd.AddCommand(newSessionRunCmd(e))
 	return cmd
@@ -213,8 +214,8 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 		cleanup()
 		return nil, nil, err
 	}
-	if sf.url != "" {
-		cs.Services = httpapi.NewClient(strings.TrimRight(sf.url, "/"), token)
+	if sf.t.remote() {
+		cs.Services = httpapi.NewClient(sf.t.url, token)
 		cs.Principal = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
 	} else {
 		auth, ok := svc.(trove.Authenticator)

@@ -49,8 +49,8 @@ local file (a name over 255 bytes) stay in the store only and are reported;
 changes are moved to the state directory's quarantine. Conflicts, refusals
 and such paths are also appended to SYNC_NOTICES.md in the state directory.
 
-The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
-TROVE_API_KEY). The last agreed state lives in --state (outside DIR): keep it
+The store is on the server or database every client command uses (see
+trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login. The last agreed state lives in --state (outside DIR): keep it
 to resume after a crash without re-uploading or duplicating anything.
 
 Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass

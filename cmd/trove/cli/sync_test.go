@@ -179,7 +179,7 @@ func TestSyncUsage(t *testing.T) {
 	}
 	data, _ := localStores(t, nil)
 	code, _, stderr := syncCLI(t, "sync", "--data", data, "--store", "missing", "--dir", t.TempDir(), "--once")
-	if code != 1 || !strings.Contains(stderr, `no store named "missing"`) {
+	if code != 3 || !strings.Contains(stderr, `no store named "missing"`) {
 		t.Errorf("unknown store: exit %d: %s", code, stderr)
 	}
 	dir := t.TempDir()

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+)
+
+// clientCmd is what the client command groups (stores, memories, versions,
+// sessions) share: the target flags, -o, and the opened services. Every
+// command works through trove.Services (and trove.SessionService), so it
+// acts alike on a server and on a local database.
+type clientCmd struct {
+	e      *env
+	sf     storeFlags
+	output string
+}
+
+// group returns the parent command of a group, with the shared flags.
+func (c *clientCmd) group(use, short, long string) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: long + "\n\n" + targetRule + "\n\n" + exitCodesHelp, Args: cobra.NoArgs, RunE: helpRun}
+	c.sf.registerPersistent(cmd)
+	cmd.PersistentFlags().StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's shapes, for scripts)")
+	return cmd
+}
+
+// conn is an open target.
+type conn struct {
+	svc   trove.Services
+	ctx   context.Context // carries the local principal
+	close func() error
+}
+
+// open checks -o and opens the target.
+func (c *clientCmd) open(cmd *cobra.Command) (*conn, error) {
+	if c.output != "table" && c.output != "json" {
+		return nil, usageError("-o must be table or json, not %q", c.output)
+	}
+	svc, p, closeFn, err := c.sf.openServices(c.e.ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	ctx := c.e.ctx
+	if p != nil {
+		ctx = trove.WithPrincipal(ctx, p)
+	}
+	return &conn{svc: svc, ctx: ctx, close: closeFn}, nil
+}
+
+// sessions returns the session service of the target.
+func (k *conn) sessions() (trove.SessionService, error) {
+	ss, ok := k.svc.(trove.SessionService)
+	if !ok {
+		return nil, fmt.Errorf("this target has no sessions")
+	}
+	return ss, nil
+}
+
+// store resolves a store by ID (memstore_…) or exact name, archived ones
+// included: ENOTFOUND when there is none, EINVALID when a name is
+// ambiguous.
+func (k *conn) store(ref string) (*trove.Store, error) {
+	if strings.HasPrefix(ref, trove.PrefixStore) {
+		st, err := k.svc.GetStore(k.ctx, ref)
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			err = trove.Errorf(trove.ENOTFOUND, "no store with ID %s (see trove stores list)", ref)
+		}
+		return st, err
+	}
+	var all []trove.Store
+	cursor := ""
+	for {
+		page, err := k.svc.ListStores(k.ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Data...)
+		if page.NextPage == "" {
+			break
+		}
+		cursor = page.NextPage
+	}
+	return storeNamed(all, ref)
+}
+
+// json reports whether -o json was asked for.
+func (c *clientCmd) json() bool { return c.output == "json" }
+
+// printJSON writes v as indented JSON.
+func (c *clientCmd) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.e.stdout, "%s\n", b)
+	return err
+}
+
+// table writes a header and rows, aligned.
+func (c *clientCmd) table(header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(c.e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// fields writes "name: value" lines, aligned.
+func (c *clientCmd) fields(kv ...string) error {
+	tw := tabwriter.NewWriter(c.e.stdout, 0, 4, 1, ' ', 0)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], kv[i+1])
+	}
+	return tw.Flush()
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return fmtTime(*t)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// wirePage renders items as a page of the API's shapes with no next page
+// (the CLI lists everything).
+func wirePage[T any](items []T, conv func(T) any) any {
+	data := make([]any, len(items))
+	for i, it := range items {
+		data[i] = conv(it)
+	}
+	return httpapi.WirePage(data, "")
+}
+
+// helpRun is the RunE of a command group: its help. Being runnable, the
+// group gets its Args checked, so a mistyped subcommand is a usage error
+// ("unknown command") rather than help and success.
+func helpRun(cmd *cobra.Command, args []string) error { return cmd.Help() }

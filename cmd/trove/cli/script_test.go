@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/trovehq/trove/httpapi"
+)
+
+// TestMain lets the test binary act as the trove command in scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"trove": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar: the CLI as a user drives it,
+// against a real trove serve (the serve command below) or a local --data.
+//
+// Besides testscript's own commands, scripts have:
+//
+//	serve [ARGS…]         start trove serve on 127.0.0.1:0 with --data $WORK/data
+//	                      unless ARGS give --data (in this process, stopped when
+//	                      the script ends); sets
+//	                      $SERVER to its URL and writes its standard output up to
+//	                      the login hint to $WORK/serve.out
+//	capture NAME REGEXP   set $NAME to REGEXP's first group in the last stdout
+//	mode FILE PERM        the file's permission bits are PERM (octal)
+//	api PATH              GET $SERVER/PATH with the key in $WORK/data/api_key and
+//	                      the beta header; the body, indented as -o json does,
+//	                      becomes stdout
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, "home", ".local", "share"))
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, "home", ".local", "state"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"serve":   scriptServe,
+			"capture": scriptCapture,
+			"mode":    scriptMode,
+			"api":     scriptAPI,
+		},
+	})
+}
+
+func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! serve")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb syncBuffer
+	done := make(chan int, 1)
+	argv := []string{"serve", "--addr", "127.0.0.1:0"}
+	if !slices.Contains(args, "--data") {
+		argv = append(argv, "--data", ts.MkAbs("data"))
+	}
+	argv = append(argv, args...)
+	go func() {
+		done <- run(ctx, argv, strings.NewReader(""), pw, &errb)
+		pw.Close()
+	}()
+	var out strings.Builder
+	url := ""
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		if after, ok := strings.CutPrefix(line, "trove: listening on "); ok {
+			url = strings.Fields(after)[0]
+		}
+		if strings.Contains(line, "trove login") || (url != "" && !strings.HasPrefix(line, "trove: listening")) {
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr) //nolint:errcheck // drain the rest
+	ts.Defer(func() {
+		cancel()
+		<-done
+	})
+	if url == "" {
+		ts.Fatalf("trove serve did not start:\n%s%s", out.String(), errb.String())
+	}
+	ts.Check(os.WriteFile(ts.MkAbs("serve.out"), []byte(out.String()), 0o644))
+	ts.Setenv("SERVER", url)
+}
+
+func scriptCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture NAME REGEXP")
+	}
+	m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture: %q does not match stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
+}
+
+func scriptMode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: mode FILE PERM")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	if got := fi.Mode().Perm(); (uint64(got) == want) == neg {
+		ts.Fatalf("mode of %s is %s (want %s%s)", args[0], got, map[bool]string{true: "not ", false: ""}[neg], os.FileMode(want))
+	}
+}
+
+func scriptAPI(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: api PATH")
+	}
+	req, err := http.NewRequest(http.MethodGet, ts.Getenv("SERVER")+args[0], nil)
+	ts.Check(err)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(ts.ReadFile("data/api_key")))
+	req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
+	res, err := http.DefaultClient.Do(req)
+	ts.Check(err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	ts.Check(err)
+	if (res.StatusCode == http.StatusOK) == neg {
+		ts.Fatalf("GET %s: %s\n%s", args[0], res.Status, body)
+	}
+	var out bytes.Buffer
+	ts.Check(json.Indent(&out, bytes.TrimSpace(body), "", "  "))
+	out.WriteByte('\n')
+	ts.Stdout().Write(out.Bytes())
+}

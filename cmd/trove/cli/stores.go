@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+)
+
+func newStoresCmd(e *env) *cobra.Command {
+	c := &clientCmd{e: e}
+	cmd := c.group("stores", "List, create, read, update, archive and delete memory stores",
+		"A store is given by name or by ID (memstore_…) everywhere.")
+
+	var archived bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the workspace's stores, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			var all []trove.Store
+			cursor := ""
+			for {
+				page, err := k.svc.ListStores(k.ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: archived})
+				if err != nil {
+					return err
+				}
+				all = append(all, page.Data...)
+				if page.NextPage == "" {
+					break
+				}
+				cursor = page.NextPage
+			}
+			if c.json() {
+				return c.printJSON(wirePage(all, func(s trove.Store) any { return httpapi.WireStore(&s) }))
+			}
+			rows := make([][]string, len(all))
+			for i, s := range all {
+				rows[i] = []string{s.ID, s.Name, fmtTime(s.CreatedAt), fmtTimePtr(s.ArchivedAt), orDash(s.Description)}
+			}
+			return c.table([]string{"ID", "NAME", "CREATED", "ARCHIVED", "DESCRIPTION"}, rows)
+		},
+	}
+	list.Flags().BoolVar(&archived, "archived", false, "include archived stores")
+
+	var desc string
+	var meta []string
+	create := &cobra.Command{
+		Use:   "create NAME [--description TEXT] [--metadata KEY=VALUE …]",
+		Short: "Create a store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			md, err := parseMetadata(meta, false)
+			if err != nil {
+				return err
+			}
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			p := trove.CreateStoreParams{Name: args[0], Description: desc, Metadata: map[string]string{}}
+			for key, v := range md {
+				p.Metadata[key] = *v
+			}
+			st, err := k.svc.CreateStore(k.ctx, p)
+			if err != nil {
+				return err
+			}
+			return c.showStore(st)
+		},
+	}
+	create.Flags().StringVar(&desc, "description", "", "what the store holds")
+	create.Flags().StringArrayVar(&meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
+
+	get := &cobra.Command{
+		Use:   "get STORE",
+		Short: "Show a store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			st, err := k.store(args[0])
+			if err != nil {
+				return err
+			}
+			return c.showStore(st)
+		},
+	}
+
+	var newName, newDesc string
+	var patch []string
+	update := &cobra.Command{
+		Use:   "update STORE [--name NAME] [--description TEXT] [--metadata KEY=VALUE | KEY= …]",
+		Short: "Rename a store, change its description or metadata (KEY= removes a key)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var p trove.UpdateStoreParams
+			if cmd.Flags().Changed("name") {
+				p.Name = &newName
+			}
+			if cmd.Flags().Changed("description") {
+				p.Description = &newDesc
+			}
+			md, err := parseMetadata(patch, true)
+			if err != nil {
+				return err
+			}
+			if len(md) > 0 {
+				p.Metadata = md
+			}
+			if p.Name == nil && p.Description == nil && p.Metadata == nil {
+				return &exitError{code: exitUsage, err: withUsage(cmd, "stores update: nothing to change: give --name, --description or --metadata")}
+			}
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			st, err := k.store(args[0])
+			if err != nil {
+				return err
+			}
+			if st, err = k.svc.UpdateStore(k.ctx, st.ID, p); err != nil {
+				return err
+			}
+			return c.showStore(st)
+		},
+	}
+	update.Flags().StringVar(&newName, "name", "", "new name")
+	update.Flags().StringVar(&newDesc, "description", "", "new description")
+	update.Flags().StringArrayVar(&patch, "metadata", nil, "KEY=VALUE sets a key, KEY= removes it (repeatable)")
+
+	archive := &cobra.Command{
+		Use:   "archive STORE",
+		Short: "Archive a store: its memories stay readable, nothing can be written (one-way)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			st, err := k.store(args[0])
+			if err != nil {
+				return err
+			}
+			if st, err = k.svc.ArchiveStore(k.ctx, st.ID); err != nil {
+				return err
+			}
+			return c.showStore(st)
+		},
+	}
+
+	var yes bool
+	del := &cobra.Command{
+		Use:   "delete STORE --yes",
+		Short: "Delete a store with all its memories and versions (cannot be undone)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				return &exitError{code: exitUsage, err: withUsage(cmd, fmt.Sprintf("stores delete: deleting %s removes every memory and version in it for good; add --yes to confirm", args[0]))}
+			}
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			st, err := k.store(args[0])
+			if err != nil {
+				return err
+			}
+			if err := k.svc.DeleteStore(k.ctx, st.ID); err != nil {
+				return err
+			}
+			if c.json() {
+				return c.printJSON(httpapi.WireDeleted(st.ID, "memory_store_deleted"))
+			}
+			fmt.Fprintf(e.stdout, "deleted store %s (%s)\n", st.ID, st.Name)
+			return nil
+		},
+	}
+	del.Flags().BoolVar(&yes, "yes", false, "confirm the deletion")
+
+	cmd.AddCommand(list, create, get, update, archive, del)
+	return cmd
+}
+
+// showStore prints a store as fields, or its JSON.
+func (c *clientCmd) showStore(st *trove.Store) error {
+	if c.json() {
+		return c.printJSON(httpapi.WireStore(st))
+	}
+	var md []string
+	for _, key := range slices.Sorted(maps.Keys(st.Metadata)) {
+		md = append(md, key+"="+st.Metadata[key])
+	}
+	return c.fields("id", st.ID, "name", st.Name, "description", orDash(st.Description),
+		"metadata", orDash(strings.Join(md, ", ")), "created", fmtTime(st.CreatedAt),
+		"updated", fmtTime(st.UpdatedAt), "archived", fmtTimePtr(st.ArchivedAt))
+}
+
+// parseMetadata parses KEY=VALUE flags; with removals, KEY= maps KEY to nil
+// (a merge-patch removal).
+func parseMetadata(kvs []string, removals bool) (map[string]*string, error) {
+	md := map[string]*string{}
+	for _, kv := range kvs {
+		key, v, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			return nil, usageError("--metadata takes KEY=VALUE, got %q", kv)
+		}
+		if v == "" && removals {
+			md[key] = nil
+			continue
+		}
+		md[key] = &v
+	}
+	return md, nil
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/spf13/cobra"
+)
+
+// Version returns trove's version from the build info: the module version
+// when built by go install from a tagged module (v1.2.3, or a pseudo-version),
+// else "devel", followed by "+<revision>" (12 hex digits, ".dirty" for
+// uncommitted changes) when the build recorded the VCS state.
+var Version = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev != "" && v == "devel" {
+		v += "+" + rev[:min(12, len(rev))]
+		if dirty {
+			v += ".dirty"
+		}
+	}
+	return v
+})
+
+func newVersionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print trove's version (also trove --version)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(e.stdout, "trove %s (%s %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}
