@@ -1,5 +1,8 @@
 //go:build unix
 
+// The descriptor implementation of DirFS (see its doc), and the Unix side
+// of what both implementations share.
+
 package memtool
 
 import (
@@ -7,113 +10,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// DirFS is an FS over a host directory. Every operation is relative to a
-// descriptor of that directory, so kernel-level containment applies on top
-// of the engine's lexical path checks: no name can reach outside the
-// directory, whatever concurrent changes are made to it. Stat, ReadFile,
-// WriteFile and Touch (the hot path) resolve the parent directory with one
-// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) relative to the root (where
-// openat2 is missing, one openat(O_NOFOLLOW) per component) and then act on
-// the single final name with *at calls that never follow a link; listings,
-// delete, rename and directory creation go through an os.Root, after an
-// lstat of every existing ancestor.
-//
-// Symbolic links are opaque: DirFS never follows one. A name whose final
-// component is a link is reported as KindSymlink (view, str_replace and
-// insert refuse it; delete and rename act on the link itself), and a name
-// that goes through a link as an intermediate directory fails with
-// ErrSymlink. Listings omit links.
-//
-// Files are written atomically: a temporary file ".trove-tmp-*" in the same
-// directory is written, fsynced, then renamed into place (with
-// renameat2(RENAME_NOREPLACE) for create, so that an existing entry is never
-// clobbered) and the directory is fsynced. Files are created with mode 0600
-// and directories with 0700. Rename never replaces an existing entry
-// (renameat2(RENAME_NOREPLACE); where the filesystem does not support it,
-// link+unlink for files). Version is the hex SHA-256 of the content; the
-// version check of a replacing write is atomic with respect to other callers
-// of the same Tool, not to other processes writing the directory.
-//
-// Access times are the files' atime: Touch sets it explicitly (the mtime is
-// left alone), so it works on noatime mounts too; like relatime, an access
-// less than a minute after the recorded one is not recorded again.
-//
-// If the directory is removed or replaced while DirFS is open, it is
-// re-created (empty) on the next operation that needs it.
-type DirFS struct {
-	dir string
-
-	mu   sync.RWMutex
-	root *os.Root
-	old  []*os.Root // superseded roots, closed by Close
-	// dirs holds the root directory opened as a file, for each root: the
-	// base of the descriptor-relative lookups of openBeneath.
-	dirs map[*os.Root]*os.File
-}
-
-// NewDirFS opens (creating it with mode 0700 if needed) the directory dir as
-// the memory root.
-func NewDirFS(dir string) (*DirFS, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return nil, err
-	}
-	r, f, err := openRoot(abs)
-	if err != nil {
-		return nil, err
-	}
-	return &DirFS{dir: abs, root: r, dirs: map[*os.Root]*os.File{r: f}}, nil
-}
-
-// Dir returns the absolute host directory.
-func (d *DirFS) Dir() string { return d.dir }
-
-// Close releases the directory handles.
-func (d *DirFS) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	err := d.root.Close()
-	for _, r := range d.old {
-		r.Close()
-	}
-	d.old = nil
-	for r, f := range d.dirs {
-		f.Close()
-		delete(d.dirs, r)
-	}
-	return err
-}
-
-// openRoot opens dir as an os.Root and as a directory file.
-func openRoot(dir string) (*os.Root, *os.File, error) {
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	f, err := r.Open(".")
-	if err != nil {
-		r.Close()
-		return nil, nil, err
-	}
-	return r, f, nil
-}
 
 // openDir opens the directory rel ("." for the root) below the root r for
 // descriptor-relative calls, refusing any symbolic link on the way (see
@@ -134,138 +39,13 @@ func (d *DirFS) openDir(r *os.Root, rel string) (int, error) {
 	return fd, err
 }
 
-func (d *DirFS) current() *os.Root {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.root
-}
-
-// do runs fn on the current root; if it fails with "not exist" because the
-// root directory itself is gone, the root is re-created and fn retried once.
-func (d *DirFS) do(fn func(r *os.Root) error) error {
-	r := d.current()
-	err := fn(r)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) || !d.gone(r) {
-		return err
-	}
-	if err := d.reopen(r); err != nil {
-		return err
-	}
-	return fn(d.current())
-}
-
-// gone reports whether r no longer is the directory at d.dir.
-func (d *DirFS) gone(r *os.Root) bool {
-	st, err := r.Stat(".")
-	if err != nil {
-		return true
-	}
-	if s, ok := st.Sys().(*syscall.Stat_t); ok && s.Nlink == 0 {
-		return true
-	}
-	lst, err := os.Stat(d.dir)
-	return err != nil || !os.SameFile(st, lst)
-}
-
-func (d *DirFS) reopen(old *os.Root) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.root != old {
-		return nil // someone else already did
-	}
-	if err := os.MkdirAll(d.dir, 0o700); err != nil {
-		return err
-	}
-	r, f, err := openRoot(d.dir)
-	if err != nil {
-		return err
-	}
-	d.old = append(d.old, d.root)
-	d.root = r
-	d.dirs[r] = f
-	return nil
-}
-
-func osName(name string) string {
-	if name == "" {
-		return "."
-	}
-	return name
-}
-
-// mapErr translates OS errors into the FS sentinels, keeping the original
-// for logs.
-func mapErr(err error) error {
-	var sentinel error
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, syscall.ENOTDIR):
-		sentinel = ErrNotDir
-	case errors.Is(err, syscall.ELOOP):
-		sentinel = ErrSymlink
-	case errors.Is(err, syscall.EISDIR):
-		sentinel = ErrIsDir
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrExist):
-		return err
-	case errors.Is(err, syscall.ENOTEMPTY):
-		return fmt.Errorf("%w: %v", ErrExist, err)
-	default:
-		// os.Root reports an escape attempt (a link leading outside) with
-		// a plain error; any other failure stays as is.
-		if isEscape(err) {
-			sentinel = ErrSymlink
-		} else {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %v", sentinel, err)
-}
-
-func isEscape(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
-}
-
-func kindOf(m fs.FileMode) Kind {
-	switch {
-	case m.IsRegular():
-		return KindFile
-	case m.IsDir():
-		return KindDir
-	case m&fs.ModeSymlink != 0:
-		return KindSymlink
-	}
-	return KindOther
-}
-
-// checkParents verifies that every existing proper ancestor of name is a
-// real directory. With allowMissing, a missing ancestor ends the check
-// successfully (the caller will create it); otherwise it is ErrNotExist.
-func checkParents(r *os.Root, name string, allowMissing bool) error {
-	for i := 0; i < len(name); i++ {
-		if name[i] != '/' {
-			continue
-		}
-		fi, err := r.Lstat(name[:i])
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && allowMissing:
-			return nil
-		case err != nil:
-			return mapErr(err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return ErrSymlink
-		case !fi.IsDir():
-			return ErrNotDir
-		}
-	}
-	return nil
-}
-
 // Stat implements FS.
 func (d *DirFS) Stat(_ context.Context, name string) (Info, error) {
 	if name == "" {
 		return Info{Kind: KindDir}, nil // the root (re-created by do when needed)
+	}
+	if d.portable {
+		return d.statRoot(name)
 	}
 	var info Info
 	err := d.do(func(r *os.Root) error {
@@ -283,6 +63,9 @@ func (d *DirFS) Stat(_ context.Context, name string) (Info, error) {
 
 // ReadDir implements FS.
 func (d *DirFS) ReadDir(_ context.Context, name string) ([]Info, error) {
+	if d.portable {
+		return d.readDirRoot(name)
+	}
 	var out []Info
 	err := d.do(func(r *os.Root) error {
 		out = nil
@@ -366,28 +149,6 @@ func (d *DirFS) inParent(r *os.Root, name string, create bool, fn func(dfd int, 
 	}
 	defer unix.Close(dfd)
 	return fn(dfd, base)
-}
-
-// syncAncestors fsyncs the root and every directory down to dir, after
-// MkdirAll created some of them, so that the new directory entries (and so
-// the file about to be written under them) survive a crash.
-func syncAncestors(r *os.Root, dir string) error {
-	p := "."
-	for _, c := range append([]string{""}, strings.Split(dir, "/")...) {
-		if c != "" {
-			p = path.Join(p, c)
-		}
-		f, err := r.Open(p)
-		if err != nil {
-			return mapErr(err)
-		}
-		err = f.Sync()
-		f.Close()
-		if err != nil {
-			return mapErr(err)
-		}
-	}
-	return nil
 }
 
 // openBeneathWalk is the portable openBeneath: one openat per component,
@@ -475,6 +236,9 @@ func (d *DirFS) read(name string, maxBytes int64, atime *time.Time) (data []byte
 	if name == "" {
 		return nil, nil, ErrIsDir
 	}
+	if d.portable {
+		return d.readRoot(name, maxBytes, atime)
+	}
 	err = d.do(func(r *os.Root) error {
 		return d.inParent(r, name, false, func(dfd int, base string) error {
 			var st unix.Stat_t
@@ -489,17 +253,11 @@ func (d *DirFS) read(name string, maxBytes int64, atime *time.Time) (data []byte
 	return data, touchErr, err
 }
 
-// atimeSlack is how recent a recorded access must be for a new one to be
-// skipped (as the relatime mount option does): re-recording an access a few
-// seconds later would dirty the inode, and so grow the next journal commit,
-// on every view, for no use to Sweep, whose durations are days.
-const atimeSlack = time.Minute
-
 // recentlyAccessed reports whether st records an access in the minute up to
 // t.
 func recentlyAccessed(st *unix.Stat_t, t time.Time) bool {
 	a := time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)) //nolint:unconvert // field types vary by platform
-	return !a.After(t) && t.Sub(a) < atimeSlack
+	return recentlyAccessedAt(a, t)
 }
 
 // readAt reads the regular file base in the directory dfd, and fills st with
@@ -566,8 +324,6 @@ func readAt(dfd int, base string, maxBytes int64, st *unix.Stat_t) ([]byte, erro
 	return buf, nil
 }
 
-const tmpPrefix = ".trove-tmp-"
-
 // WriteFile implements FS.
 func (d *DirFS) WriteFile(_ context.Context, name string, data []byte, ifMatch Version) (Version, error) {
 	return d.write(name, data, ifMatch, nil)
@@ -582,6 +338,9 @@ func (d *DirFS) WriteFileTouch(_ context.Context, name string, data []byte, ifMa
 func (d *DirFS) write(name string, data []byte, ifMatch Version, atime *time.Time) (Version, error) {
 	if name == "" {
 		return "", ErrExist
+	}
+	if d.portable {
+		return d.writeRoot(name, data, ifMatch, atime)
 	}
 	err := d.do(func(r *os.Root) error {
 		return d.inParent(r, name, ifMatch == "", func(dfd int, base string) error {
@@ -662,14 +421,6 @@ func writeAll(fd int, data []byte) error {
 	return nil
 }
 
-func splitName(name string) (parent, base string) {
-	p := parentOf(name)
-	if p == "" {
-		p = "."
-	}
-	return p, filepath.Base(name)
-}
-
 // createTemp creates a new temporary file (mode 0600) in the directory dfd
 // and returns its name and descriptor.
 func createTemp(dfd int) (string, int, error) {
@@ -689,80 +440,13 @@ func createTemp(dfd int) (string, int, error) {
 	return "", -1, errors.New("memtool: cannot create a temporary file")
 }
 
-// Remove implements FS.
-func (d *DirFS) Remove(_ context.Context, name string) error {
-	if name == "" {
-		return ErrExist
-	}
-	return d.do(func(r *os.Root) error {
-		if err := checkParents(r, name, false); err != nil {
-			return err
-		}
-		if _, err := r.Lstat(name); err != nil {
-			return mapErr(err)
-		}
-		return mapErr(r.RemoveAll(name))
-	})
-}
-
-// Rename implements FS.
-func (d *DirFS) Rename(_ context.Context, oldname, newname string) error {
-	if oldname == "" || newname == "" {
-		return ErrExist
-	}
-	return d.do(func(r *os.Root) error {
-		if err := checkParents(r, oldname, false); err != nil {
-			return err
-		}
-		ofi, err := r.Lstat(oldname)
-		if err != nil {
-			return mapErr(err)
-		}
-		if err := checkParents(r, newname, true); err != nil {
-			return err
-		}
-		if _, err := r.Lstat(newname); err == nil {
-			return ErrExist
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return mapErr(err)
-		}
-		oparent, obase := splitName(oldname)
-		nparent, nbase := splitName(newname)
-		if nparent != "." {
-			if err := r.MkdirAll(nparent, 0o700); err != nil {
-				return mapErr(err)
-			}
-		}
-		od, err := r.Open(oparent)
-		if err != nil {
-			return mapErr(err)
-		}
-		defer od.Close()
-		nd, err := r.Open(nparent)
-		if err != nil {
-			return mapErr(err)
-		}
-		defer nd.Close()
-		err = renameNoReplace(int(od.Fd()), obase, int(nd.Fd()), nbase, ofi.IsDir())
-		runtime.KeepAlive(od)
-		runtime.KeepAlive(nd)
-		if err != nil {
-			return mapErr(err)
-		}
-		if err := nd.Sync(); err != nil {
-			return err
-		}
-		if oparent != nparent {
-			return od.Sync()
-		}
-		return nil
-	})
-}
-
 // Touch implements Toucher by setting the file's atime.
 func (d *DirFS) Touch(_ context.Context, name string, t time.Time) error {
 	if name == "" {
 		return nil
+	}
+	if d.portable {
+		return d.touchRoot(name, t)
 	}
 	return d.do(func(r *os.Root) error {
 		return d.inParent(r, name, false, func(dfd int, base string) error {
@@ -780,3 +464,55 @@ func (d *DirFS) Touch(_ context.Context, name string, t time.Time) error {
 		})
 	})
 }
+
+// haveDescriptorFS: NewDirFS uses the descriptor implementation.
+const haveDescriptorFS = true
+
+// unlinked reports whether the directory fi was removed (no links left).
+func unlinked(fi fs.FileInfo) bool {
+	s, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && s.Nlink == 0
+}
+
+// syncDir fsyncs the directory f, so that its new entries survive a crash.
+func syncDir(f *os.File) error { return f.Sync() }
+
+// renameEntry renames oparent/obase to nparent/nbase (both parents exist
+// and were checked; the destination was absent), never replacing an
+// existing destination, and fsyncs the directories.
+func (d *DirFS) renameEntry(r *os.Root, oparent, obase, nparent, nbase string, isDir bool) error {
+	if d.portable {
+		return renameEntryRoot(r, oparent, obase, nparent, nbase, isDir)
+	}
+	od, err := r.Open(oparent)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer od.Close()
+	nd, err := r.Open(nparent)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer nd.Close()
+	err = renameNoReplace(int(od.Fd()), obase, int(nd.Fd()), nbase, isDir)
+	runtime.KeepAlive(od)
+	runtime.KeepAlive(nd)
+	if err != nil {
+		return mapErr(err)
+	}
+	if err := nd.Sync(); err != nil {
+		return err
+	}
+	if oparent != nparent {
+		return od.Sync()
+	}
+	return nil
+}
+
+// The os.Root implementation's open flags: O_NONBLOCK, so that opening a
+// FIFO swapped in after the lstat does not block; O_NOATIME (Linux) so that
+// reads do not record accesses (see readAt).
+const (
+	rootOpenFlags = unix.O_NONBLOCK
+	rootNoatime   = oNoatime
+)

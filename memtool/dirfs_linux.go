@@ -2,7 +2,9 @@ package memtool
 
 import (
 	"errors"
+	"io/fs"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -63,3 +65,11 @@ func openBeneath(rootfd int, rel string) (int, error) {
 
 // oNoatime is O_NOATIME: reads do not update the access time.
 const oNoatime = unix.O_NOATIME
+
+// atimeOf returns the access time of fi, an lstat result.
+func atimeOf(fi fs.FileInfo) time.Time {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return time.Unix(st.Atim.Sec, st.Atim.Nsec)
+	}
+	return fi.ModTime()
+}

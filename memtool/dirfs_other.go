@@ -8,10 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func renameNoReplace(olddir int, oldname string, newdir int, newname string, isDir bool) error {
-	return renameNoReplaceCompat(olddir, oldname, newdir, newname, isDir)
-}
-
 // setAtime sets the access time of base in the directory dfd to t, keeping
 // the modification time (read first: UTIME_OMIT is not portable), without
 // following a link.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package memtool_test
 
 import (
@@ -24,7 +26,9 @@ const symlinkMsg = " is or goes through a symbolic link, which the memory tool d
 // TestDirFSSymlinksAreOpaque: no command follows a link, in-root or not,
 // as a final component or as a directory; delete and rename act on the
 // link itself; listings omit links.
-func TestDirFSSymlinksAreOpaque(t *testing.T) {
+func TestDirFSSymlinksAreOpaque(t *testing.T) { forEachDirFS(t, testDirFSSymlinksAreOpaque) }
+
+func testDirFSSymlinksAreOpaque(t *testing.T, newDirFS func(t *testing.T) *memtool.DirFS) {
 	d := newDirFS(t)
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
@@ -77,7 +81,9 @@ func TestDirFSSymlinksAreOpaque(t *testing.T) {
 	}
 }
 
-func TestDirFSRecreatesRemovedRoot(t *testing.T) {
+func TestDirFSRecreatesRemovedRoot(t *testing.T) { forEachDirFS(t, testDirFSRecreatesRemovedRoot) }
+
+func testDirFSRecreatesRemovedRoot(t *testing.T, newDirFS func(t *testing.T) *memtool.DirFS) {
 	d := newDirFS(t)
 	tool := memtool.New(d, memtool.Options{})
 	if r := exec(t, tool, `{"command":"create","path":"/memories/a.txt","file_text":"a"}`); r.IsError {
@@ -98,7 +104,9 @@ func TestDirFSRecreatesRemovedRoot(t *testing.T) {
 	}
 }
 
-func TestDirFSModesAndNoTempFiles(t *testing.T) {
+func TestDirFSModesAndNoTempFiles(t *testing.T) { forEachDirFS(t, testDirFSModesAndNoTempFiles) }
+
+func testDirFSModesAndNoTempFiles(t *testing.T, newDirFS func(t *testing.T) *memtool.DirFS) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	d := newDirFS(t)
@@ -139,7 +147,9 @@ func TestDirFSModesAndNoTempFiles(t *testing.T) {
 	}
 }
 
-func TestDirFSSpecialFiles(t *testing.T) {
+func TestDirFSSpecialFiles(t *testing.T) { forEachDirFS(t, testDirFSSpecialFiles) }
+
+func testDirFSSpecialFiles(t *testing.T, newDirFS func(t *testing.T) *memtool.DirFS) {
 	d := newDirFS(t)
 	if err := syscall.Mkfifo(filepath.Join(d.Dir(), "fifo"), 0o600); err != nil {
 		t.Skip("mkfifo:", err)
@@ -163,7 +173,9 @@ func TestDirFSSpecialFiles(t *testing.T) {
 // TestDirFSAccessTimes checks that view and writes record the access as the
 // file's atime, that a view less than a minute after the recorded access
 // leaves it alone (relatime), and that the mtime is never touched.
-func TestDirFSAccessTimes(t *testing.T) {
+func TestDirFSAccessTimes(t *testing.T) { forEachDirFS(t, testDirFSAccessTimes) }
+
+func testDirFSAccessTimes(t *testing.T, newDirFS func(t *testing.T) *memtool.DirFS) {
 	d := newDirFS(t)
 	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	now := t0

@@ -1,7 +1,8 @@
 // Package memtool executes Claude's client-side memory tool
 // (memory_20250818): view, create, str_replace, insert, delete and rename on
 // paths under /memories, over a small storage interface (FS) with three
-// implementations planned: a host directory (DirFS, through os.Root), memory
+// implementations planned: a host directory (DirFS: directory descriptors on
+// Unix systems, os.Root alone on Windows), memory
 // (MemFS), and a Trove memory store (package storefs).
 //
 // Use:
@@ -61,7 +62,7 @@
 //	| delete root spellings                  | only exact strings compared                        | "/memories" and "/memories/" refused; other spellings are invalid paths       |
 //	| rename into itself                     | raw EINVAL with host paths                         | "Error: Cannot rename … the destination is inside the source. …"              |
 //	| rename with missing source             | creates destination parents first                  | no side effect                                                                |
-//	| rename destination check               | check then rename (races clobber)                  | renameat2(RENAME_NOREPLACE) / link+unlink, plus engine locks                  |
+//	| rename destination check               | check then rename (races clobber)                  | renameat2(RENAME_NOREPLACE) / renameatx_np(RENAME_EXCL) / link+unlink, plus engine locks (DirFS) |
 //	| create                                 | O_EXCL into the final name; empty file left on failure | validated first; temp file + fsync + no-replace rename + directory fsync  |
 //	| create on an existing file             | error                                              | error by default; Options.Overwrite replaces ("File overwritten successfully at: {path}") |
 //	| concurrent calls                       | none: lost updates, double renames                 | per-path locks (see Tool)                                                     |
@@ -89,9 +90,9 @@
 // link, which the memory tool does not follow. …"; delete removes the link,
 // rename moves the link; listings omit links. DirFS resolves parents with
 // openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) (or a component walk with
-// O_NOFOLLOW), or checks every existing ancestor with lstat and then
-// operates through os.Root, so even a link swapped in concurrently by
-// another process cannot lead outside the root.
+// O_NOFOLLOW, as on macOS), or checks every existing ancestor with lstat and
+// then operates through os.Root (everything, on Windows), so even a link
+// swapped in concurrently by another process cannot lead outside the root.
 //
 // # Access times and expiry
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -16,20 +15,6 @@ import (
 // unmountWait is how long a mount that is busy (a shell still sits in it)
 // is retried before unmounting fails.
 const unmountWait = 10 * time.Second
-
-// FUSEAvailable returns why FUSE mounts cannot work on this machine, or ""
-// when they can (/dev/fuse, and root or fusermount3 in PATH).
-func FUSEAvailable() string {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return "no /dev/fuse"
-	}
-	if os.Getuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			return "not root and no fusermount3 in PATH"
-		}
-	}
-	return ""
-}
 
 // LiveConfig configures MountLive.
 type LiveConfig struct {

@@ -256,7 +256,7 @@ func (r *runner) run(ctx context.Context) error {
 		env = os.Environ()
 	}
 	child.Env = Env(env, cfg.Token, cfg.Session.ID, r.root, r.note)
-	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
+	child.Cancel = func() error { return stopChild(child.Process) }
 	child.WaitDelay = waitDelay
 	runErr := child.Run()
 	stopSync()

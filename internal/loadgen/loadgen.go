@@ -11,8 +11,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"syscall"
-	"time"
 )
 
 // Conn is a minimal HTTP/1.1 client: one keep-alive connection to Addr, one
@@ -119,13 +117,4 @@ func (lc *Conn) Close() {
 		lc.c.Close()
 		lc.c, lc.br = nil, nil
 	}
-}
-
-// ProcessCPU returns the user+system CPU time this process has used.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -22,9 +22,8 @@ import (
 func newExportCmd(e *env) *cobra.Command {
 	var (
 		sf     storeFlags
-		out    string
-		from   string
-		apiKey string
+		out  string
+		from string
 	)
 	cmd := &cobra.Command{
 		Use:   "export STORE [-o FILE]",
@@ -35,10 +34,11 @@ the store's name, description and metadata, each memory's hash, and every
 version (operation, actor, time, path and hash; redacted versions marked
 redacted). The format is described in docs/archive.md.
 
-The store is local (--data, TROVE_DATA) or on a server (TROVE_URL with
-TROVE_API_KEY). --from URL exports instead from any server speaking the memory
+The store is on the server or database every client command uses (see
+trove status). --from URL exports instead from any server speaking the memory
 stores API through the official SDK, the hosted one included
-(--from https://api.anthropic.com with ANTHROPIC_API_KEY).
+(--from https://api.anthropic.com with ANTHROPIC_API_KEY); its key is
+--api-key, else $ANTHROPIC_API_KEY, else $TROVE_API_KEY.
 
 -o names the archive (default <store slug>.tar.gz; "-" for standard output).
 It is written whole or not at all.`,
@@ -49,7 +49,7 @@ It is written whole or not at all.`,
 			var st *trove.Store
 			sourceName := "local"
 			if from != "" {
-				key := apiKey
+				key := sf.apiKey
 				if key == "" {
 					key = os.Getenv("ANTHROPIC_API_KEY")
 				}
@@ -114,7 +114,6 @@ It is written whole or not at all.`,
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", `archive file to write (default <store slug>.tar.gz; "-" for standard output)`)
 	f.StringVar(&from, "from", "", "export from this memory stores API server through the official SDK (e.g. https://api.anthropic.com) instead of --url/--data")
-	f.StringVar(&apiKey, "api-key", "", "API key for --from (default $ANTHROPIC_API_KEY, else $TROVE_API_KEY)")
 	return cmd
 }
 

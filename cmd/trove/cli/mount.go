@@ -36,8 +36,11 @@ next to it as <stem>.conflict-<id8>-<UTC time><ext>. Other writers' changes
 appear within --refresh.
 
 The store is on the server or database every client command uses (see
-trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login. Runs until SIGINT/SIGTERM, then unmounts and ends the
-session. Needs /dev/fuse (root, or fusermount3 for other users).`,
+trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login.
+Runs until SIGINT/SIGTERM, then unmounts and ends the session. Needs FUSE:
+/dev/fuse on Linux (root, or fusermount3 for other users), macFUSE on macOS;
+where there is none (Windows), trove sync keeps a directory in sync with a
+store instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(o.refs) == 0 {
@@ -45,6 +48,9 @@ session. Needs /dev/fuse (root, or fusermount3 for other users).`,
 			}
 			if o.refresh <= 0 {
 				return &exitError{code: 2, err: errors.New("mount: --refresh must be positive")}
+			}
+			if why := fuseAvailable(); why != "" {
+				return fmt.Errorf("mount: FUSE is unavailable here (%s); use trove sync --store NAME --dir %s to keep a directory in sync with a store instead", why, args[0])
 			}
 			o.dir = args[0]
 			return runMount(e, cmd, &sf, o)
@@ -58,6 +64,10 @@ session. Needs /dev/fuse (root, or fusermount3 for other users).`,
 	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
 	return cmd
 }
+
+// fuseAvailable is sessionrun.FUSEAvailable; tests replace it to stand for
+// a machine without FUSE.
+var fuseAvailable = sessionrun.FUSEAvailable
 
 // mountOpts are mount's flags.
 type mountOpts struct {

@@ -55,8 +55,8 @@ and runs CMD with:
   TROVE_MEMORY_ROOT    the root directory
   TROVE_MEMORY_PROMPT  the note describing the stores
 
-With --mount fuse (the default where FUSE works: /dev/fuse, and root or
-fusermount3) each directory is a live FUSE mount: every close of a written
+With --mount fuse (the default where FUSE works: on Linux /dev/fuse, and
+root or fusermount3; on macOS macFUSE; never on Windows) each directory is a live FUSE mount: every close of a written
 file is one version, and other writers' changes appear within a second.
 With --mount copy (the default elsewhere) the directories are copies kept by
 the sync engine: synced while CMD runs (file changes, and at least every
@@ -75,7 +75,10 @@ Otherwise both are kept, and the message on standard error says where.`,
 				return &exitError{code: 2, err: errors.New("session run: give at least one --store")}
 			}
 			mnt, err := chooseMounter(mode, e.stderr)
-			if err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err // FUSE asked for where there is none: exit 1
+			} else if err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			o.args = args
@@ -95,7 +98,7 @@ Otherwise both are kept, and the message on standard error says where.`,
 }
 
 // chooseMounter picks the mounter for --mount: "fuse" and "copy" as named,
-// "auto" FUSE where it works (sessionrun.FUSEAvailable) and the copy engine
+// "auto" FUSE where it works (fuseAvailable) and the copy engine
 // otherwise. The copy engine's notable passes are reported on stderr.
 func chooseMounter(mode string, stderr io.Writer) (sessionrun.Mounter, error) {
 	copyMounter := sessionrun.CopyMounter{OnPass: func(ss trove.SessionStore, r *syncer.Report, err error) {
@@ -108,12 +111,12 @@ func chooseMounter(mode string, stderr io.Writer) (sessionrun.Mounter, error) {
 	case "copy":
 		return copyMounter, nil
 	case "fuse":
-		if why := sessionrun.FUSEAvailable(); why != "" {
-			return nil, fmt.Errorf("session run: --mount fuse: FUSE is unavailable here (%s); use --mount copy", why)
+		if why := fuseAvailable(); why != "" {
+			return nil, &exitError{code: 1, err: fmt.Errorf("session run: --mount fuse: FUSE is unavailable here (%s); use --mount copy", why)}
 		}
 		return sessionrun.FUSEMounter{}, nil
 	case "auto", "":
-		if sessionrun.FUSEAvailable() == "" {
+		if fuseAvailable() == "" {
 			return sessionrun.FUSEMounter{}, nil
 		}
 		return copyMounter, nil

@@ -1,0 +1,80 @@
+// Package fusefs mounts a vfs.FS with the kernel's FUSE, through
+// github.com/hanwen/go-fuse/v2/fs. It is a thin adapter: every node asks the
+// vfs by path (the inode's path from the mount root), and ToErrno is the one
+// place where vfs errors become errno values.
+//
+// The kernel caches entries, attributes and failed lookups for the vfs
+// refresh bound (vfs.FS.Refresh), so another writer's change is visible
+// through the mount within about twice that bound. A new file the vfs drops
+// (its content refused at close or fsync) leaves the kernel's caches at once.
+//
+// Mounting needs Linux (/dev/fuse) or macOS (macFUSE); elsewhere Mount fails
+// with ErrUnavailable, and ToErrno and Options still build for the callers
+// that map vfs errors or carry options on every platform.
+package fusefs
+
+import (
+	"errors"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/trovehq/trove/vfs"
+)
+
+// ToErrno maps an error of the vfs to the errno the kernel returns: 0 for
+// nil; EIO for anything outside the vfs's closed set.
+func ToErrno(err error) syscall.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, vfs.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, vfs.ErrExist):
+		return syscall.EEXIST
+	case errors.Is(err, vfs.ErrNotDir):
+		return syscall.ENOTDIR
+	case errors.Is(err, vfs.ErrIsDir):
+		return syscall.EISDIR
+	case errors.Is(err, vfs.ErrNotEmpty):
+		return syscall.ENOTEMPTY
+	case errors.Is(err, vfs.ErrReadOnly):
+		return syscall.EROFS
+	case errors.Is(err, vfs.ErrTooLarge):
+		return syscall.EFBIG
+	case errors.Is(err, vfs.ErrNotUTF8):
+		return syscall.EILSEQ
+	case errors.Is(err, vfs.ErrStale):
+		return syscall.ESTALE
+	case errors.Is(err, vfs.ErrInvalid):
+		return syscall.EINVAL
+	case errors.Is(err, vfs.ErrNoSpace):
+		return syscall.ENOSPC
+	case errors.Is(err, vfs.ErrCrossStore):
+		return syscall.EXDEV
+	case errors.Is(err, vfs.ErrPermission):
+		return syscall.EACCES
+	case errors.Is(err, vfs.ErrNotSupported):
+		return syscall.ENOTSUP
+	default: // vfs.ErrUnavailable and anything unexpected
+		return syscall.EIO
+	}
+}
+
+// Options configure a mount.
+type Options struct {
+	// Timeout is the kernel's entry, attribute and negative-lookup cache
+	// time; 0 means the vfs refresh bound.
+	Timeout time.Duration
+	// AllowOther lets users other than the mounting one use the mount
+	// (needs user_allow_other in /etc/fuse.conf unless root).
+	AllowOther bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Logger receives errors the kernel cannot be told about (nil: discard).
+	Logger *slog.Logger
+}
+
+// ErrUnavailable is the error of Mount where this build has no FUSE support
+// (neither Linux nor macOS).
+var ErrUnavailable = errors.New("FUSE mounts are not supported on this operating system")
