@@ -21,7 +21,7 @@ import (
 
 func newExportCmd(e *env) *cobra.Command {
 	var (
-		sf     storeFlags
+		sf   storeFlags
 		out  string
 		from string
 	)

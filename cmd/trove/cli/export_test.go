@@ -94,9 +94,9 @@ func TestExportImportCLI(t *testing.T) {
 	if m.Source != s1.url || strings.Contains(string(raw), key1) {
 		t.Errorf("manifest source = %q (and the key must not be in the archive)", m.Source)
 	}
-	// Unknown store: an error naming the stores, no file.
+	// Unknown store: not found (exit 3), an error naming the stores, no file.
 	code, _, errOut = runTrove(t, "export", "nope", "--url", s1.url, "-o", filepath.Join(dir, "nope.tar.gz"))
-	if code != 1 || !strings.Contains(errOut, `no store named "nope"`) {
+	if code != 3 || !strings.Contains(errOut, `no store named "nope"`) {
 		t.Errorf("export of an unknown store = %d: %s", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nope.tar.gz")); err == nil {
