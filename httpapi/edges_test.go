@@ -282,7 +282,7 @@ func TestF3NeverReadingClientIsCutOff(t *testing.T) {
 
 	dialer := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
-		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		err := rc.Control(func(fd uintptr) { serr = setReceiveBuffer(fd, 4096) })
 		if err != nil {
 			return err
 		}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 )
@@ -109,13 +109,13 @@ func benchPointRead(b *testing.B, conc int) {
 			continue
 		}
 		for k, s := range sides {
-			c0 := processCPU(b)
+			c0 := loadgen.ProcessCPU()
 			d, err := concurrently(conc, n, s.op)
 			if err != nil {
 				b.Fatal(err)
 			}
 			spent[k] += d
-			cpu[k] += processCPU(b) - c0
+			cpu[k] += loadgen.ProcessCPU() - c0
 		}
 		done += n
 	}
@@ -130,15 +130,6 @@ func benchPointRead(b *testing.B, conc int) {
 	b.ReportMetric(cpu[1].Seconds()/cpu[2].Seconds(), "tx/point-cpu")
 	b.ReportMetric(cpu[1].Seconds()/cpu[0].Seconds(), "tx/bare-cpu")
 	b.ReportMetric(cpu[2].Seconds()/cpu[0].Seconds(), "point/bare-cpu")
-}
-
-// processCPU returns the CPU time (user and system) the process used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // concurrently runs op for i in [0, n) on conc goroutines and returns the

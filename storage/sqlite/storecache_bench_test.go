@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/internal/loadgen"
 )
 
 // BenchmarkStoreLockCache measures what the committer's store cache
@@ -77,21 +77,12 @@ func BenchmarkStoreLockCache(b *testing.B) {
 	b.ResetTimer()
 	for range rounds {
 		n := max(b.N/rounds, conc)
-		c0 := cpuNow(b)
+		c0 := loadgen.ProcessCPU()
 		dn += run(without, n)
-		c1 := cpuNow(b)
+		c1 := loadgen.ProcessCPU()
 		dw += run(with, n)
-		cn, cw = cn+c1-c0, cw+cpuNow(b)-c1
+		cn, cw = cn+c1-c0, cw+loadgen.ProcessCPU()-c1
 	}
 	b.ReportMetric(dn.Seconds()/dw.Seconds(), "nocache/cache-time")
 	b.ReportMetric(cn.Seconds()/cw.Seconds(), "nocache/cache-cpu")
-}
-
-// cpuNow returns the CPU time (user and system) the process used so far.
-func cpuNow(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,0 +1,8 @@
+package httpapi_test
+
+import "syscall"
+
+// setReceiveBuffer sets a socket's SO_RCVBUF before it connects.
+func setReceiveBuffer(fd uintptr, n int) error {
+	return syscall.SetsockoptInt(syscall.Handle(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+}
