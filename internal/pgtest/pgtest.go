@@ -99,7 +99,12 @@ func (k *kit) get(t testing.TB) string {
 	if u := os.Getenv(EnvVar); u != "" {
 		return u
 	}
-	k.once.Do(func() { k.url, k.skip, k.err = k.start() })
+	k.once.Do(func() {
+		k.url, k.skip, k.err = k.start()
+		if k.cluster != nil {
+			t.Logf("pgtest: %s is unset; started a private PostgreSQL cluster (%s) at %s in %s, removed when the tests end", EnvVar, k.cluster.bin, k.url, k.cluster.dir)
+		}
+	})
 	switch {
 	case k.err != nil:
 		t.Fatalf("pgtest: %s is not set and the private PostgreSQL cluster did not start: %v", EnvVar, k.err)
