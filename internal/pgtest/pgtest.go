@@ -58,8 +58,9 @@ const dirPrefix = "trove-pgtest-"
 
 // kit finds the binaries and owns at most one cluster.
 type kit struct {
-	path  string   // the PATH searched first
-	globs []string // then these, newest version first
+	path   string   // the PATH searched first
+	globs  []string // then these, newest version first
+	osUser string   // the system user a root process runs the cluster as
 
 	once    sync.Once
 	url     string
@@ -68,7 +69,14 @@ type kit struct {
 	cluster *cluster
 }
 
-var std = &kit{path: os.Getenv("PATH"), globs: []string{"/usr/lib/postgresql/*/bin"}}
+// serverGlobs lists, separated like PATH, where PostgreSQL's server
+// binaries are looked for after PATH. A string variable so that a build can
+// point it elsewhere, e.g. to check the skip path:
+//
+//	PATH=/usr/bin:/bin go test -ldflags=-X=github.com/trovehq/trove/internal/pgtest.serverGlobs=/nowhere ./storage/postgres/
+var serverGlobs = "/usr/lib/postgresql/*/bin"
+
+var std = &kit{path: os.Getenv("PATH"), globs: filepath.SplitList(serverGlobs), osUser: "postgres"}
 
 // URL returns the URL of a PostgreSQL database for t: $TROVE_TEST_POSTGRES
 // when set, else the private cluster of this test process (started on the
@@ -184,9 +192,9 @@ func (k *kit) start() (url, skip string, err error) {
 	}
 	var owner *account
 	if isRoot() {
-		u, err := user.Lookup("postgres")
+		u, err := user.Lookup(k.osUser)
 		if err != nil {
-			return "", EnvVar + " is not set and this test runs as root, whom initdb refuses, with no postgres system user to run a private cluster as: " +
+			return "", EnvVar + " is not set and this test runs as root, whom initdb refuses, with no " + k.osUser + " system user to run a private cluster as: " +
 				"set " + EnvVar + "=postgres://USER@HOST:PORT/DB?sslmode=disable, or create that user (the postgresql package does)", nil
 		}
 		uid, _ := strconv.Atoi(u.Uid)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -41,6 +42,23 @@ func TestSkipWithoutBinaries(t *testing.T) {
 	}
 	if k.skip != SkipHowTo || k.cluster != nil {
 		t.Errorf("skip = %q, cluster = %v; want %q and none", k.skip, k.cluster, SkipHowTo)
+	}
+}
+
+// TestSkipAsRootWithoutUser: as root, with the binaries but no system
+// user to run them as, the test skips naming the missing user.
+func TestSkipAsRootWithoutUser(t *testing.T) {
+	unsetEnv(t)
+	if !isRoot() {
+		t.Skip("only root needs another user to run initdb")
+	}
+	k := &kit{path: std.path, globs: std.globs, osUser: "trove-no-such-user"}
+	if binDir(k.path, k.globs) == "" {
+		t.Skip(SkipHowTo)
+	}
+	_, skipped, failed := getIn(t, k)
+	if !skipped || failed || !strings.Contains(k.skip, "no trove-no-such-user system user") || k.cluster != nil {
+		t.Errorf("get as root without the user: skipped=%v failed=%v skip=%q cluster=%v", skipped, failed, k.skip, k.cluster)
 	}
 }
 
@@ -145,7 +163,7 @@ func TestSweep(t *testing.T) {
 // uses it, stops it, and finds neither its postmaster nor its directory.
 func TestPrivateCluster(t *testing.T) {
 	unsetEnv(t)
-	k := &kit{path: std.path, globs: std.globs}
+	k := &kit{path: std.path, globs: std.globs, osUser: std.osUser}
 	if binDir(k.path, k.globs) == "" {
 		t.Skip(SkipHowTo)
 	}
