@@ -39,11 +39,12 @@ var forbidden = map[string][]string{
 	"apply/...":            {"!/internal/atomicfile", "/..."},
 	"internal/atomicfile":  {"/..."},
 	"internal/bench":       {"/..."}, // benchmarks live in its test files
+	"internal/pgtest":      {"/..."},
 }
 
-// testKits are conformance suites that only tests may import: no non-test
-// file outside the kit itself imports them.
-var testKits = []string{"/core/coretest", "/storage/storagetest"}
+// testKits are conformance suites and test helpers that only tests may
+// import: no non-test file outside the kit itself imports them.
+var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest"}
 
 // testKitImport returns the kit that a non-test file in dir must not import
 // as rel (a module path relative to the module root), or "".
@@ -184,6 +185,8 @@ func TestTestKitImport(t *testing.T) {
 		{"core/coretest", "/core/coretest", false},
 		{"core/coretest", "/storage", false},
 		{"storage/sqlite", "/storage", false},
+		{"storage/postgres", "/internal/pgtest", true},
+		{"internal/pgtest", "/internal/pgtest", false},
 	}
 	for _, tt := range tests {
 		if got := testKitImport(tt.dir, tt.rel) != ""; got != tt.want {

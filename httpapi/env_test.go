@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
@@ -141,15 +141,13 @@ func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(met
 	}
 }
 
-// newPostgresEnv serves over a fresh schema of $TROVE_TEST_POSTGRES,
-// dropped at the end. It skips when the variable is unset and fails when
-// the database is unreachable.
+// newPostgresEnv serves over a fresh schema of the test PostgreSQL
+// (pgtest.URL: $TROVE_TEST_POSTGRES, else a private cluster), dropped at
+// the end. It skips when there is none and fails when the database is
+// unreachable.
 func newPostgresEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 	t.Helper()
-	url := os.Getenv("TROVE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("TROVE_TEST_POSTGRES is not set; skipping the PostgreSQL run")
-	}
+	url := pgtest.URL(t)
 	ctx := context.Background()
 	schema := fmt.Sprintf("trove_httpapi_%d", rand.Uint64())
 	db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, Schema: schema})

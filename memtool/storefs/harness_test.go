@@ -3,7 +3,6 @@ package storefs_test
 import (
 	"context"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,22 +10,20 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
-// newPostgresCore returns core over the PostgreSQL at $TROVE_TEST_POSTGRES.
-// It skips when the variable is unset and fails when the database is
-// unreachable.
+// newPostgresCore returns core over the test PostgreSQL (pgtest.URL:
+// $TROVE_TEST_POSTGRES, else a private cluster). It skips when there is
+// none and fails when the database is unreachable.
 func newPostgresCore(t testing.TB) *core.Service {
 	t.Helper()
-	url := os.Getenv("TROVE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("TROVE_TEST_POSTGRES is not set; set it to a PostgreSQL URL to run this test on PostgreSQL")
-	}
+	url := pgtest.URL(t)
 	db, err := postgres.Open(context.Background(), url, postgres.Options{AutoMigrate: true})
 	if err != nil {
-		t.Fatalf("TROVE_TEST_POSTGRES is set but PostgreSQL is unreachable: %v", err)
+		t.Fatalf("the test PostgreSQL is unreachable: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return core.New(db, core.Options{})

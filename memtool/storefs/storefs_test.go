@@ -151,7 +151,7 @@ func TestLostRaceReapplied(t *testing.T) {
 // TestTwoAgentsConcurrent runs two agents, each with its own engine and
 // backend instance, editing the same memories at once, over core+SQLite,
 // over the HTTP API on loopback, and over core+PostgreSQL
-// ($TROVE_TEST_POSTGRES). Every call must either apply (and then be
+// (pgtest.URL). Every call must either apply (and then be
 // visible in the final content: no lost update) or fail with a clear
 // message.
 func TestTwoAgentsConcurrent(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 )
@@ -32,6 +33,8 @@ import (
 //
 //	TROVE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	  go test -run '^$' -bench . -benchtime 2000x ./storage/postgres/
+//
+// (without the variable, on a private cluster with fsync off: see pgtest).
 
 var benchConcurrency = []int{1, 16, 64}
 
@@ -80,6 +83,7 @@ func setupBench(b *testing.B) *benchEnv {
 		}
 		benchE = e
 		benchSchema = schema
+		benchURL = testURL(b)
 	})
 	if benchE == nil {
 		b.Fatal("benchmark setup failed")
@@ -87,21 +91,30 @@ func setupBench(b *testing.B) *benchEnv {
 	return benchE
 }
 
-var benchSchema string
+var benchSchema, benchURL string
 
+// TestMain stops the private PostgreSQL cluster, if one was started
+// (pgtest.Main), after dropping the benchmarks' schema.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	os.Exit(pgtest.Main(run{m}))
+}
+
+// run runs the tests and then drops what they share.
+type run struct{ m *testing.M }
+
+func (r run) Run() int {
+	code := r.m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
 	if benchE != nil {
 		benchE.db.Close()
-		if c, err := pgx.Connect(context.Background(), os.Getenv("TROVE_TEST_POSTGRES")); err == nil {
+		if c, err := pgx.Connect(context.Background(), benchURL); err == nil {
 			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+benchSchema+" CASCADE")
 			c.Close(context.Background())
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // runOps runs op n times over c goroutines (worker index given) and

@@ -7,35 +7,34 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trovehq/trove/internal/pgtest"
+
 	"github.com/trovehq/trove/storage/postgres"
 )
 
-// testURL returns $TROVE_TEST_POSTGRES, or skips the test when it is unset.
+// testURL returns the test database's URL (pgtest.URL): $TROVE_TEST_POSTGRES,
+// else a private cluster of this test process; it skips the test when
+// there is neither.
 func testURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("TROVE_TEST_POSTGRES")
-	if u == "" {
-		t.Skip("TROVE_TEST_POSTGRES is not set; set it to a PostgreSQL URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests")
-	}
-	return u
+	return pgtest.URL(t)
 }
 
 // adminConn connects to the test database directly. The test fails (not
-// skips) when the variable is set and the database is unreachable.
+// skips) when the database is unreachable.
 func adminConn(t testing.TB) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, testURL(t))
 	if err != nil {
-		t.Fatalf("TROVE_TEST_POSTGRES is set but the database is unreachable: %v", err)
+		t.Fatalf("the test database is unreachable: %v", err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
@@ -102,7 +101,7 @@ func withParam(t testing.TB, u, key, value string) string {
 	t.Helper()
 	p, err := url.Parse(u)
 	if err != nil {
-		t.Fatalf("TROVE_TEST_POSTGRES must be a URL: %v", err)
+		t.Fatalf("the test database's address must be a URL: %v", err)
 	}
 	q := p.Query()
 	q.Set(key, value)
@@ -137,7 +136,7 @@ func newProxy(t testing.TB, dbURL string) (*proxy, string) {
 	t.Helper()
 	u, err := url.Parse(dbURL)
 	if err != nil || u.Host == "" {
-		t.Fatalf("TROVE_TEST_POSTGRES must be a URL with a host: %q", dbURL)
+		t.Fatalf("the test database's address must be a URL with a host: %q", dbURL)
 	}
 	target := u.Host
 	if u.Port() == "" {

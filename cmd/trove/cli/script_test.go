@@ -18,14 +18,22 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/pgtest"
 )
 
-// TestMain lets the test binary act as the trove command in scripts.
+// TestMain lets the test binary act as the trove command in scripts, and
+// stops the private PostgreSQL cluster, if one was started, when the tests
+// end (pgtest.Main).
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(pgtestRun{m}, map[string]func(){
 		"trove": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
+
+// pgtestRun runs the tests through pgtest.Main for testscript.Main.
+type pgtestRun struct{ m *testing.M }
+
+func (r pgtestRun) Run() int { return pgtest.Main(r.m) }
 
 // TestScripts runs testdata/script/*.txtar: the CLI as a user drives it,
 // against a real trove serve (the serve command below) or a local --data.

@@ -29,6 +29,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
@@ -350,13 +351,10 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-// TestServePostgres serves from $TROVE_TEST_POSTGRES; it fails when the
-// variable is set and the database is unreachable.
+// TestServePostgres serves from the test PostgreSQL (pgtest.URL); it fails
+// when the database is unreachable.
 func TestServePostgres(t *testing.T) {
-	url := os.Getenv("TROVE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("TROVE_TEST_POSTGRES is not set; skipping the PostgreSQL serve test")
-	}
+	url := pgtest.URL(t)
 	ws := fmt.Sprintf("wrkspc_clitest_%d", rand.Int64())
 	code, out, errOut := runTrove(t, "keys", "create", "--database", url, "--workspace", ws)
 	if code != 0 {
@@ -767,10 +765,7 @@ func TestServeLimitFlags(t *testing.T) {
 // --db-connect-timeout (or their environment variables) over the URL's
 // pool_max_conns and connect_timeout, and those over the defaults.
 func TestServePostgresPoolSettings(t *testing.T) {
-	url := os.Getenv("TROVE_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("TROVE_TEST_POSTGRES is not set; skipping the PostgreSQL pool settings test")
-	}
+	url := pgtest.URL(t)
 	u3 := url + "&pool_max_conns=3&connect_timeout=7"
 	if !strings.Contains(url, "?") {
 		u3 = url + "?pool_max_conns=3&connect_timeout=7"
