@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,40 +26,9 @@ import (
 // version), whatever the moment of the kill; a rename acknowledged before
 // the kill must have happened entirely.
 func TestCrashDuringDirectoryRename(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "trove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(dir, "data")
-	listen := regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
-	start := func() (*exec.Cmd, string) {
-		t.Helper()
-		cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0")
-		cmd.Env = append(os.Environ(), "TROVE_DATA=")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := listen.FindStringSubmatch(sc.Text()); m != nil {
-				go io.Copy(io.Discard, stdout)
-				return cmd, m[1]
-			}
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("child serve printed no address")
-		return nil, ""
-	}
+	bin := buildTrove(t)
+	data := filepath.Join(t.TempDir(), "data")
+	start := func() (*exec.Cmd, string) { return startServeProcess(t, bin, data) }
 	cmd, url := start()
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	b, err := os.ReadFile(filepath.Join(data, "api_key"))

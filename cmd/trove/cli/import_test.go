@@ -17,14 +17,7 @@ import (
 // that the target ends with one store holding each memory exactly once
 // (one version each: nothing was written twice).
 func TestImportKilledSubprocess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "trove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildTrove(t)
 	const n = 400
 	src, dst := t.TempDir(), t.TempDir()
 	svc, closeDB := openData(t, src)
@@ -40,7 +33,7 @@ func TestImportKilledSubprocess(t *testing.T) {
 		}
 	}
 	closeDB()
-	file := filepath.Join(dir, "big.tar.gz")
+	file := filepath.Join(t.TempDir(), "big.tar.gz")
 	if code, out, errOut := runTrove(t, "export", "Big", "--data", src, "-o", file); code != 0 {
 		t.Fatalf("export = %d: %s%s", code, out, errOut)
 	}

@@ -105,14 +105,7 @@ func checkVersions(t *testing.T, data, storeID, keyID string) {
 // subprocess with the go-sdk client: over stdio on a local data dir, over
 // streamable HTTP, and over stdio against a remote server (TROVE_URL).
 func TestMCPSubprocess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "trove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildTrove(t)
 	// setup creates a data dir with a saved API key and one store.
 	setup := func(t *testing.T, storeName string) (data, storeID, keyID, secret string) {
 		data = t.TempDir()

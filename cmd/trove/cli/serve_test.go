@@ -383,39 +383,9 @@ func TestServePostgres(t *testing.T) {
 // process, SIGKILLs it during a write load, restarts it on the same data
 // and checks that every acknowledged write and its version survived.
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "trove")
-	build := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(dir, "data")
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0")
-		cmd.Env = append(os.Environ(), "TROVE_DATA=")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				go io.Copy(io.Discard, stdout)
-				return cmd, m[1]
-			}
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("child serve printed no address")
-		return nil, ""
-	}
+	bin := buildTrove(t)
+	data := filepath.Join(t.TempDir(), "data")
+	start := func() (*exec.Cmd, string) { return startServeProcess(t, bin, data) }
 	cmd, url := start()
 	b, err := os.ReadFile(filepath.Join(data, "api_key"))
 	if err != nil {
