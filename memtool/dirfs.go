@@ -69,27 +69,11 @@ func (d *DirFS) ReadDir(_ context.Context, name string) ([]Info, error) {
 	var out []Info
 	err := d.do(func(r *os.Root) error {
 		out = nil
-		if err := checkParents(r, name, false); err != nil {
+		f, names, err := openDirNames(r, name)
+		if err != nil {
 			return err
 		}
-		fi, err := r.Lstat(osName(name))
-		switch {
-		case err != nil:
-			return mapErr(err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return ErrSymlink
-		case !fi.IsDir():
-			return ErrNotDir
-		}
-		f, err := r.Open(osName(name))
-		if err != nil {
-			return mapErr(err)
-		}
 		defer f.Close()
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			return mapErr(err)
-		}
 		// Each child is a single name in the directory just opened: one
 		// fstatat relative to it, no path walk.
 		return withFd(f, func(dfd int) error {

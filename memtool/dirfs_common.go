@@ -362,3 +362,31 @@ func (d *DirFS) Rename(_ context.Context, oldname, newname string) error {
 func recentlyAccessedAt(a, t time.Time) bool {
 	return !a.After(t) && t.Sub(a) < atimeSlack
 }
+
+// openDirNames opens the directory name (refusing symbolic links on the way
+// and at the end, and anything that is not a directory) and returns it with
+// the names of its entries. The caller closes the file.
+func openDirNames(r *os.Root, name string) (*os.File, []string, error) {
+	if err := checkParents(r, name, false); err != nil {
+		return nil, nil, err
+	}
+	fi, err := r.Lstat(osName(name))
+	switch {
+	case err != nil:
+		return nil, nil, mapErr(err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, nil, ErrSymlink
+	case !fi.IsDir():
+		return nil, nil, ErrNotDir
+	}
+	f, err := r.Open(osName(name))
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		f.Close()
+		return nil, nil, mapErr(err)
+	}
+	return f, names, nil
+}

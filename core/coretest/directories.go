@@ -2,20 +2,16 @@ package coretest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/core"
 )
 
 // Directory operations (the trove.DirectoryService extension): renames and
@@ -24,43 +20,13 @@ import (
 // within the transaction, and a concurrent create into the directory. Every
 // refused operation must leave the store exactly as it was.
 
-// dirEnv is one service over a fresh database and a workspace API key.
-type dirEnv struct {
-	svc   *core.Service
-	ctx   context.Context
-	keyID string
-}
+// dirEnv is the suite's env (a service over a fresh database, an API key
+// of workspace A) with the directory tests' own fixtures.
+type dirEnv struct{ *env }
 
 func newDirEnv(t *testing.T, open Opener, limits trove.Limits) *dirEnv {
 	t.Helper()
-	d := open(t)
-	t.Cleanup(func() { d.Close() })
-	var mu sync.Mutex
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Millisecond)
-		return now
-	}
-	e := &dirEnv{svc: core.New(d, core.Options{Limits: limits, Now: clock})}
-	var p *trove.Principal
-	e.ctx, p = e.principal(t, "wrkspc_dirs")
-	e.keyID = p.Actor.APIKeyID
-	return e
-}
-
-func (e *dirEnv) principal(t *testing.T, ws string) (context.Context, *trove.Principal) {
-	t.Helper()
-	_, secret, err := e.svc.CreateKey(context.Background(), ws, "dirs")
-	if err != nil {
-		t.Fatalf("CreateKey: %v", err)
-	}
-	p, err := e.svc.Authenticate(context.Background(), secret)
-	if err != nil {
-		t.Fatalf("Authenticate: %v", err)
-	}
-	return trove.WithPrincipal(context.Background(), p), p
+	return &dirEnv{newEnv(t, open, limits)}
 }
 
 // fill creates a store holding a memory at each path (content = path) and
@@ -130,23 +96,6 @@ func (e *dirEnv) paths(t *testing.T, storeID string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func dirSHA(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-func dirWantCode(t *testing.T, what string, err error, code string) {
-	t.Helper()
-	if got := trove.ErrorCode(err); got != code {
-		t.Fatalf("%s: error code %q (%v), want %q", what, got, err, code)
-	}
-	if err != nil {
-		if msg := trove.ErrorMessage(err); msg == "" || msg == "internal error" {
-			t.Fatalf("%s: unhelpful message %q", what, msg)
-		}
-	}
 }
 
 // changePaths returns the IDs and paths of a DirectoryChange, in order.
@@ -240,7 +189,7 @@ func testDirRename(t *testing.T, open Opener) {
 	}
 	// The old directory is gone.
 	_, err = e.svc.RenameDirectory(e.ctx, st.ID, trove.RenameDirectoryParams{From: "/a", To: "/q"})
-	dirWantCode(t, "rename the old directory again", err, trove.ENOTFOUND)
+	wantCode(t, "rename the old directory again", err, trove.ENOTFOUND)
 }
 
 func testDirRenameNested(t *testing.T, open Opener) {
@@ -330,13 +279,13 @@ func testDirDelete(t *testing.T, open Opener) {
 		t.Fatalf("%d versions after deleting 2 memories, want %d", n, nVersions+2)
 	}
 	_, err = e.svc.GetMemory(e.ctx, st.ID, ms["/a/x.md"].ID, "")
-	dirWantCode(t, "GetMemory(deleted)", err, trove.ENOTFOUND)
+	wantCode(t, "GetMemory(deleted)", err, trove.ENOTFOUND)
 	// The paths are free again.
 	if _, err := e.svc.CreateMemory(e.ctx, st.ID, trove.CreateMemoryParams{Path: "/a/x.md"}); err != nil {
 		t.Fatalf("CreateMemory at a deleted path: %v", err)
 	}
 	_, err = e.svc.DeleteDirectory(e.ctx, st.ID, trove.DeleteDirectoryParams{Path: "/a/b"})
-	dirWantCode(t, "delete the deleted directory again", err, trove.ENOTFOUND)
+	wantCode(t, "delete the deleted directory again", err, trove.ENOTFOUND)
 }
 
 // testDirRefused checks every refusal that depends on the store's content
@@ -344,7 +293,7 @@ func testDirDelete(t *testing.T, open Opener) {
 func testDirRefused(t *testing.T, open Opener) {
 	e := newDirEnv(t, open, trove.Limits{})
 	st, ms := e.fill(t, "/a/x.md", "/a/b/y.md", "/a.md", "/t", "/u/v", "/n/x.md", "/m/b", "/k/x.md/deep", "/j/b/y.md/z")
-	otherCtx, _ := e.principal(t, "wrkspc_other")
+	otherCtx, _ := e.keyCtx(t, "wrkspc_other")
 	rename := func(ctx context.Context, storeID, from, to string) error {
 		_, err := e.svc.RenameDirectory(ctx, storeID, trove.RenameDirectoryParams{From: from, To: to})
 		return err
@@ -391,7 +340,7 @@ func testDirRefused(t *testing.T, open Opener) {
 	mems, nVersions := e.state(t, st.ID)
 	for _, tc := range cases {
 		err := tc.call()
-		dirWantCode(t, tc.name, err, tc.code)
+		wantCode(t, tc.name, err, tc.code)
 		if tc.conflict != "" {
 			te := &trove.Error{}
 			if !errors.As(err, &te) || te.ConflictingPath != tc.conflict || te.ConflictingMemoryID != ms[tc.conflict].ID {
@@ -417,8 +366,8 @@ func testDirPreconditions(t *testing.T, open Opener) {
 	}{
 		{"one missing", exact[:2], trove.EPRECONDITION},
 		{"one extra", append(exact[:3:3], trove.MemoryPrecondition{MemoryID: ms["/other"].ID, SHA256: ms["/other"].SHA256}), trove.EPRECONDITION},
-		{"unknown ID", append(exact[:3:3], trove.MemoryPrecondition{MemoryID: "mem_nope", SHA256: dirSHA("")}), trove.EPRECONDITION},
-		{"wrong hash", []trove.MemoryPrecondition{exact[0], exact[1], {MemoryID: y.ID, SHA256: dirSHA("other")}}, trove.EPRECONDITION},
+		{"unknown ID", append(exact[:3:3], trove.MemoryPrecondition{MemoryID: "mem_nope", SHA256: sha("")}), trove.EPRECONDITION},
+		{"wrong hash", []trove.MemoryPrecondition{exact[0], exact[1], {MemoryID: y.ID, SHA256: sha("other")}}, trove.EPRECONDITION},
 		{"empty but not nil", []trove.MemoryPrecondition{}, trove.EPRECONDITION},
 		{"malformed hash", []trove.MemoryPrecondition{exact[0], exact[1], {MemoryID: y.ID, SHA256: strings.ToUpper(y.SHA256)}}, trove.EINVALID},
 		{"no ID", []trove.MemoryPrecondition{exact[0], exact[1], {SHA256: y.SHA256}}, trove.EINVALID},
@@ -427,9 +376,9 @@ func testDirPreconditions(t *testing.T, open Opener) {
 	mems, n := e.state(t, st.ID)
 	for _, tc := range bad {
 		_, err := e.svc.RenameDirectory(e.ctx, st.ID, trove.RenameDirectoryParams{From: "/d", To: "/e", Expect: tc.expect})
-		dirWantCode(t, "rename, "+tc.name, err, tc.code)
+		wantCode(t, "rename, "+tc.name, err, tc.code)
 		_, err = e.svc.DeleteDirectory(e.ctx, st.ID, trove.DeleteDirectoryParams{Path: "/d", Expect: tc.expect})
-		dirWantCode(t, "delete, "+tc.name, err, tc.code)
+		wantCode(t, "delete, "+tc.name, err, tc.code)
 		mems2, n2 := e.state(t, st.ID)
 		if diff := cmp.Diff(mems, mems2); diff != "" || n2 != n {
 			t.Fatalf("%s changed the store (-before +after):\n%s", tc.name, diff)
@@ -466,7 +415,7 @@ func testDirLimits(t *testing.T, open Opener) {
 		{"/s", "/" + strings.Repeat("q", 24)}, // To itself is 25 bytes
 	} {
 		_, err := e.svc.RenameDirectory(e.ctx, st.ID, trove.RenameDirectoryParams{From: tc.from, To: tc.to})
-		dirWantCode(t, fmt.Sprintf("rename %s → %s", tc.from, tc.to), err, trove.EINVALID)
+		wantCode(t, fmt.Sprintf("rename %s → %s", tc.from, tc.to), err, trove.EINVALID)
 		mems2, n2 := e.state(t, st.ID)
 		if diff := cmp.Diff(mems, mems2); diff != "" || n2 != n {
 			t.Fatalf("a refused rename changed the store (-before +after):\n%s", diff)
@@ -485,7 +434,7 @@ func testDirArchived(t *testing.T, open Opener) {
 	}
 	mems, n := e.state(t, st.ID)
 	_, err := e.svc.RenameDirectory(e.ctx, st.ID, trove.RenameDirectoryParams{From: "/d", To: "/e"})
-	dirWantCode(t, "rename in an archived store", err, trove.EINVALID)
+	wantCode(t, "rename in an archived store", err, trove.EINVALID)
 	if mems2, n2 := e.state(t, st.ID); !cmp.Equal(mems, mems2) || n2 != n {
 		t.Fatal("a refused rename changed the archived store")
 	}
@@ -521,9 +470,9 @@ func testDirSession(t *testing.T, open Opener) {
 	}{{ro, trove.EFORBIDDEN}, {hidden, trove.ENOTFOUND}} {
 		mems, n := e.state(t, tc.store.ID)
 		_, err := e.svc.RenameDirectory(sctx, tc.store.ID, trove.RenameDirectoryParams{From: "/d", To: "/e"})
-		dirWantCode(t, "session rename", err, tc.code)
+		wantCode(t, "session rename", err, tc.code)
 		_, err = e.svc.DeleteDirectory(sctx, tc.store.ID, trove.DeleteDirectoryParams{Path: "/d"})
-		dirWantCode(t, "session delete", err, tc.code)
+		wantCode(t, "session delete", err, tc.code)
 		if mems2, n2 := e.state(t, tc.store.ID); !cmp.Equal(mems, mems2) || n2 != n {
 			t.Fatal("a refused session operation changed the store")
 		}

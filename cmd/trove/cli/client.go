@@ -92,6 +92,21 @@ func (k *conn) store(ref string) (*trove.Store, error) {
 }
 
 // json reports whether -o json was asked for.
+// openStore opens the target and resolves the store ref (a name or an ID).
+// The caller closes the connection; on an error it is already closed.
+func (c *clientCmd) openStore(cmd *cobra.Command, ref string) (*conn, *trove.Store, error) {
+	k, err := c.open(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := k.store(ref)
+	if err != nil {
+		k.close()
+		return nil, nil, err
+	}
+	return k, st, nil
+}
+
 func (c *clientCmd) json() bool { return c.output == "json" }
 
 // printJSON writes v as indented JSON.

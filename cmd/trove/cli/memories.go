@@ -29,13 +29,8 @@ func memPath(p string) string {
 
 // storeTree opens the target and the store ref as a storetree.Tree.
 func (c *clientCmd) storeTree(cmd *cobra.Command, ref string) (*conn, *trove.Store, *storetree.Tree, error) {
-	k, err := c.open(cmd)
+	k, st, err := c.openStore(cmd, ref)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	st, err := k.store(ref)
-	if err != nil {
-		k.close()
 		return nil, nil, nil, err
 	}
 	return k, st, storetree.New(k.svc, st.ID, trove.Limits{}), nil

@@ -88,15 +88,11 @@ func newStoresCmd(e *env) *cobra.Command {
 		Short: "Show a store",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := c.open(cmd)
+			k, st, err := c.openStore(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer k.close()
-			st, err := k.store(args[0])
-			if err != nil {
-				return err
-			}
 			return c.showStore(st)
 		},
 	}
@@ -125,15 +121,11 @@ func newStoresCmd(e *env) *cobra.Command {
 			if p.Name == nil && p.Description == nil && p.Metadata == nil {
 				return &exitError{code: exitUsage, err: withUsage(cmd, "stores update: nothing to change: give --name, --description or --metadata")}
 			}
-			k, err := c.open(cmd)
+			k, st, err := c.openStore(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer k.close()
-			st, err := k.store(args[0])
-			if err != nil {
-				return err
-			}
 			if st, err = k.svc.UpdateStore(k.ctx, st.ID, p); err != nil {
 				return err
 			}
@@ -149,15 +141,11 @@ func newStoresCmd(e *env) *cobra.Command {
 		Short: "Archive a store: its memories stay readable, nothing can be written (one-way)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := c.open(cmd)
+			k, st, err := c.openStore(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer k.close()
-			st, err := k.store(args[0])
-			if err != nil {
-				return err
-			}
 			if st, err = k.svc.ArchiveStore(k.ctx, st.ID); err != nil {
 				return err
 			}
@@ -174,15 +162,11 @@ func newStoresCmd(e *env) *cobra.Command {
 			if !yes {
 				return &exitError{code: exitUsage, err: withUsage(cmd, fmt.Sprintf("stores delete: deleting %s removes every memory and version in it for good; add --yes to confirm", args[0]))}
 			}
-			k, err := c.open(cmd)
+			k, st, err := c.openStore(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer k.close()
-			st, err := k.store(args[0])
-			if err != nil {
-				return err
-			}
 			if err := k.svc.DeleteStore(k.ctx, st.ID); err != nil {
 				return err
 			}

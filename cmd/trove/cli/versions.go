@@ -19,15 +19,11 @@ func newVersionsCmd(e *env) *cobra.Command {
 		Short: "Show a version and its content",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := c.open(cmd)
+			k, st, err := c.openStore(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer k.close()
-			st, err := k.store(args[0])
-			if err != nil {
-				return err
-			}
 			v, err := getVersion(k, st, args[1])
 			if err != nil {
 				return err
@@ -43,15 +39,11 @@ the operation, its actor and time stays. The current version of a live
 memory cannot be redacted: write or delete the memory first.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := c.open(cmd)
+			k, st, err := c.openStore(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer k.close()
-			st, err := k.store(args[0])
-			if err != nil {
-				return err
-			}
 			v, err := k.svc.RedactVersion(k.ctx, st.ID, args[1])
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
 				err = trove.Errorf(trove.ENOTFOUND, "no version %s in store %q (see trove memories history)", args[1], st.Name)
