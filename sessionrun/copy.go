@@ -133,14 +133,10 @@ func (m *copyMount) unflushed() error {
 	return fmt.Errorf("not everything reached the store: %s%s", strings.Join(left, "; "), more)
 }
 
-// quarantineDir is where syncer moves the local bytes of a read-only store
-// it restores, under its state directory (syncer's package documentation).
-const quarantineDir = "quarantine"
-
 // quarantined lists the files in stateDir's quarantine.
 func quarantined(stateDir string) []string {
 	var out []string
-	filepath.WalkDir(filepath.Join(stateDir, quarantineDir), func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(stateDir, syncer.QuarantineDir), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			out = append(out, p)
 		}

@@ -59,6 +59,11 @@ import (
 	"github.com/trovehq/trove/storetree"
 )
 
+// QuarantineDir is the directory under Options.StateDir where the engine
+// moves, with a time-stamped subdirectory per pass, the local bytes of a
+// read-only store that it restores. Nothing in it reaches the store.
+const QuarantineDir = "quarantine"
+
 // Defaults of Options.
 const (
 	DefaultInterval     = 15 * time.Second
@@ -975,7 +980,7 @@ func (e *Engine) restore(ctx context.Context, a Action) error {
 	if err != nil {
 		return err
 	}
-	qdir := filepath.Join(e.o.StateDir, "quarantine", e.o.Now().UTC().Format("20060102T150405Z"))
+	qdir := filepath.Join(e.o.StateDir, QuarantineDir, e.o.Now().UTC().Format("20060102T150405Z"))
 	first := filepath.Join(qdir, filepath.FromSlash(rel(a.Path)))
 	qpath := first
 	for i := 2; ; i++ { // never overwrite an earlier quarantined copy
