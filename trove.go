@@ -167,6 +167,14 @@ type MemoryVersion struct {
 	CreatedAt  time.Time
 	RedactedAt *time.Time
 	RedactedBy *Actor
+	// Seq is the version's position in its store's history: 1, 2, 3, … in
+	// commit order, assigned by the driver when the version is inserted.
+	// Within a store it is unique, never reused (not even after retention
+	// deletes old versions), and a reader that sees version n has seen
+	// every version below n of that store that still exists. It is the
+	// cursor of anything that follows a store's changes. The /v1 wire does
+	// not carry it: versions read through that API have Seq 0.
+	Seq int64
 }
 
 // Page is one page of a cursor-paginated listing. NextPage is "" on the last

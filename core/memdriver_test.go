@@ -39,12 +39,14 @@ type memState struct {
 	versions map[string]trove.MemoryVersion
 	keys     map[string]memKey
 	sessions map[string]memSession
+	seqs     map[string]int64 // store ID → the last Seq handed out
 }
 
 func newMemDriver() *memDriver {
 	return &memDriver{st: &memState{
 		stores: map[string]trove.Store{}, memories: map[string]trove.Memory{},
 		versions: map[string]trove.MemoryVersion{}, keys: map[string]memKey{}, sessions: map[string]memSession{},
+		seqs: map[string]int64{},
 	}}
 }
 
@@ -69,6 +71,7 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 	c := &memState{
 		stores: maps.Clone(d.st.stores), memories: maps.Clone(d.st.memories),
 		versions: maps.Clone(d.st.versions), keys: maps.Clone(d.st.keys), sessions: maps.Clone(d.st.sessions),
+		seqs: maps.Clone(d.st.seqs),
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err
@@ -165,6 +168,7 @@ func (t *memTx) StoreDelete(ctx context.Context, id string) error {
 	delete(t.st.stores, id)
 	maps.DeleteFunc(t.st.memories, func(_ string, m trove.Memory) bool { return m.StoreID == id })
 	maps.DeleteFunc(t.st.versions, func(_ string, v trove.MemoryVersion) bool { return v.StoreID == id })
+	delete(t.st.seqs, id)
 	return nil
 }
 
@@ -261,8 +265,34 @@ func verOut(v trove.MemoryVersion, withContent bool) *trove.MemoryVersion {
 }
 
 func (t *memTx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
+	if _, ok := t.st.stores[v.StoreID]; !ok {
+		return notFound("memory store", v.StoreID)
+	}
+	t.st.seqs[v.StoreID]++
+	v.Seq = t.st.seqs[v.StoreID]
 	t.st.versions[v.ID] = *v
 	return nil
+}
+
+func (t *memTx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
+	out := []trove.MemoryVersion{}
+	for _, v := range t.st.versions {
+		if v.StoreID == p.StoreID && v.Seq > p.AfterSeq && (p.UpToSeq == 0 || v.Seq <= p.UpToSeq) {
+			out = append(out, *verOut(v, p.WithContent))
+		}
+	}
+	slices.SortFunc(out, func(a, b trove.MemoryVersion) int { return cmp.Compare(a.Seq, b.Seq) })
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
+}
+
+func (t *memTx) StoreSeq(ctx context.Context, storeID string) (int64, error) {
+	if _, ok := t.st.stores[storeID]; !ok {
+		return 0, notFound("memory store", storeID)
+	}
+	return t.st.seqs[storeID], nil
 }
 
 func (t *memTx) VersionGet(ctx context.Context, storeID, id string, withContent bool) (*trove.MemoryVersion, error) {

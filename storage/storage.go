@@ -101,8 +101,17 @@ type Tx interface {
 	MemoryList(ctx context.Context, p MemoryListParams) ([]trove.Memory, error)
 
 	// VersionInsert appends v (its Content is the version's content, nil for
-	// OpDeleted).
+	// OpDeleted) and sets v.Seq to the store's next sequence number (see
+	// trove.MemoryVersion.Seq); ENOTFOUND when the store does not exist.
+	// Taking the number locks the store's row until the transaction ends,
+	// so numbers are handed out in commit order.
 	VersionInsert(ctx context.Context, v *trove.MemoryVersion) error
+	// VersionScan lists a store's versions in ascending Seq order with
+	// AfterSeq < Seq <= UpToSeq (UpToSeq 0: no upper bound).
+	VersionScan(ctx context.Context, p VersionScanParams) ([]trove.MemoryVersion, error)
+	// StoreSeq returns the Seq of the newest version the store ever had (0
+	// when none), or ENOTFOUND.
+	StoreSeq(ctx context.Context, storeID string) (int64, error)
 	// VersionGet returns a version of a store, or ENOTFOUND.
 	VersionGet(ctx context.Context, storeID, id string, withContent bool) (*trove.MemoryVersion, error)
 	// VersionList lists versions by (created_at, id) descending with the
@@ -168,6 +177,15 @@ type VersionListParams struct {
 	Before           *Position
 	Limit            int
 	WithContent      bool
+}
+
+// VersionScanParams selects VersionScan's range of one store's history.
+type VersionScanParams struct {
+	StoreID     string
+	AfterSeq    int64 // exclusive lower bound; 0 from the start
+	UpToSeq     int64 // inclusive upper bound; 0 for none
+	Limit       int   // <= 0: no limit
+	WithContent bool
 }
 
 // SessionListParams filters SessionList.

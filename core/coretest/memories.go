@@ -45,6 +45,7 @@ func testMemoryCreate(t *testing.T, open Opener) {
 		ID: m.VersionID, StoreID: s.ID, MemoryID: m.ID, Operation: trove.OpCreated,
 		Path: ptr(m.Path), Content: &content, SizeBytes: ptr(len(content)), SHA256: ptr(sha(content)),
 		CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: e.keyID}, CreatedAt: m.CreatedAt,
+		Seq: 1, // the store's first version
 	}
 	if diff := cmp.Diff(wantV, v); diff != "" {
 		t.Fatalf("version #1 (-want +got):\n%s", diff)
@@ -275,6 +276,7 @@ func testMemoryDelete(t *testing.T, open Opener) {
 	want := trove.MemoryVersion{
 		ID: d.ID, StoreID: s.ID, MemoryID: m.ID, Operation: trove.OpDeleted, Path: ptr("/a/b"),
 		CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: e.keyID}, CreatedAt: d.CreatedAt,
+		Seq: 2, // after the creation, the store's only other version
 	}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Fatalf("deleted version (-want +got):\n%s", diff)

@@ -109,7 +109,8 @@ func (raw *rawDB) write(i int) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
-		created_by_type, created_by_id, created_at) VALUES (?, ?, ?, 'modified', ?, ?, ?, ?, 'api_actor', 'apikey_bench', ?)`,
+		created_by_type, created_by_id, created_at, seq) VALUES (?, ?, ?, 'modified', ?, ?, ?, ?, 'api_actor', 'apikey_bench', ?,
+		(SELECT coalesce(max(seq), 0) + 1 FROM versions WHERE store_id = ?2))`,
 		vid, raw.storeID, memID, "/raw/m.md", c, len(c), sum(c), now.UnixMicro()); err != nil {
 		return err
 	}

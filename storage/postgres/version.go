@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +11,7 @@ import (
 	"github.com/trovehq/trove/storage"
 )
 
-const versionColsTail = `size_bytes, sha256, created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id`
+const versionColsTail = `size_bytes, sha256, created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq`
 
 func versionCols(withContent bool) string {
 	c := "NULL::bytea"
@@ -27,7 +28,7 @@ func scanVersion(r scanner) (*trove.MemoryVersion, error) {
 	var cbType, cbID, rbType, rbID *string
 	var redacted *time.Time
 	if err := r.Scan(&v.ID, &v.StoreID, &v.MemoryID, &op, &v.Path, &content, &v.SizeBytes, &v.SHA256,
-		&cbType, &cbID, &v.CreatedAt, &redacted, &rbType, &rbID); err != nil {
+		&cbType, &cbID, &v.CreatedAt, &redacted, &rbType, &rbID, &v.Seq); err != nil {
 		return nil, err
 	}
 	v.Operation = trove.Operation(op)
@@ -41,16 +42,65 @@ func scanVersion(r scanner) (*trove.MemoryVersion, error) {
 	return &v, nil
 }
 
-// VersionInsert appends v; ENOTFOUND when its store does not exist.
+// VersionInsert appends v and sets v.Seq, in one statement; ENOTFOUND when
+// its store does not exist. The upsert on version_seqs holds that row's
+// lock until commit, so a store's numbers are handed out in commit order
+// across nodes.
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID := actorCols(v.CreatedBy)
 	rbType, rbID := actorCols(v.RedactedBy)
-	_, err := t.exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
-		created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+	err := t.queryRow(ctx, `WITH n AS (
+			INSERT INTO version_seqs (store_id, last) VALUES ($2, 1)
+			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1 RETURNING last)
+		INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
+			created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, n.last FROM n
+		RETURNING seq`,
 		v.ID, v.StoreID, v.MemoryID, string(v.Operation), v.Path, contentBytes(v.Content), v.SizeBytes, v.SHA256,
-		cbType, cbID, v.CreatedAt, v.RedactedAt, rbType, rbID)
+		cbType, cbID, v.CreatedAt, v.RedactedAt, rbType, rbID).Scan(&v.Seq)
 	return translateFK(err, "memory store")
+}
+
+// VersionScan lists a store's versions in ascending Seq order within
+// (AfterSeq, UpToSeq].
+func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
+	q := "SELECT " + versionCols(p.WithContent) + " FROM versions WHERE store_id = $1 AND seq > $2"
+	args := []any{p.StoreID, p.AfterSeq}
+	if p.UpToSeq > 0 {
+		args = append(args, p.UpToSeq)
+		q += fmt.Sprintf(" AND seq <= $%d", len(args))
+	}
+	q += " ORDER BY seq"
+	if p.Limit > 0 {
+		args = append(args, p.Limit)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []trove.MemoryVersion{}
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, *v)
+	}
+	return out, translate(rows.Err())
+}
+
+// StoreSeq returns the Seq of the store's newest version ever (0 when
+// none), or ENOTFOUND.
+func (t *tx) StoreSeq(ctx context.Context, storeID string) (int64, error) {
+	var seq int64
+	err := t.queryRow(ctx, `SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = s.id), 0)
+		FROM stores AS s WHERE s.id = $1`, storeID).Scan(&seq)
+	if err == pgx.ErrNoRows {
+		return 0, notFound("memory store")
+	}
+	return seq, translate(err)
 }
 
 // VersionGet returns a version of storeID, or ENOTFOUND.

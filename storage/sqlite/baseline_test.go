@@ -100,8 +100,8 @@ func (e *rawEnv) seed(ctx context.Context) error {
 			id, e.storeID, fmt.Sprintf("/bench/m%03d.md", i), len(content), benchSHA(content), vid, now.UnixMicro(), now.UnixMicro(), content); err != nil {
 			return translate(err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_at)
-			VALUES (?, ?, ?, 'created', ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_at, seq)
+			VALUES (?, ?, ?, 'created', ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM versions WHERE store_id = ?2))`,
 			vid, e.storeID, id, fmt.Sprintf("/bench/m%03d.md", i), content, len(content), benchSHA(content), now.UnixMicro()); err != nil {
 			return translate(err)
 		}
@@ -129,7 +129,8 @@ func (e *rawEnv) write(ctx context.Context, i int) error {
 		return translate(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
-		created_by_type, created_by_id, created_at) VALUES (?, ?, ?, 'modified', ?, ?, ?, ?, 'api_actor', 'apikey_bench', ?)`,
+		created_by_type, created_by_id, created_at, seq) VALUES (?, ?, ?, 'modified', ?, ?, ?, ?, 'api_actor', 'apikey_bench', ?,
+		(SELECT coalesce(max(seq), 0) + 1 FROM versions WHERE store_id = ?2))`,
 		vid, e.storeID, memID, "/bench/m.md", content, len(content), sum, now.UnixMicro()); err != nil {
 		return translate(err)
 	}

@@ -62,6 +62,12 @@ func translate(err error) error {
 	return err
 }
 
+// isForeignKey reports whether err is a FOREIGN KEY constraint violation.
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
 // isPathUnique reports whether se is the UNIQUE violation of the memories
 // (store_id, path) index.
 func isPathUnique(se *sqlite.Error) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"runtime"
 	"strings"
 	"sync"
@@ -853,5 +854,84 @@ func TestStoreLockWithinAGroup(t *testing.T) {
 	}
 	if trove.ErrorCode(got[1].err) != trove.ENOTFOUND {
 		t.Errorf("StoreLock from another workspace = %v, want ENOTFOUND", got[1].err)
+	}
+}
+
+// TestMigration0004NumbersVersions: a database at schema version 3 with
+// versions gets each store's history numbered 1..n in the order versions
+// were listed until then ((created_at, id)), and new versions go on from n.
+func TestMigration0004NumbersVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trove.db")
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", dsn(path, writerParams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{ms[0].sql, ms[1].sql, ms[2].sql,
+		`CREATE TABLE schema_version (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+		`INSERT INTO schema_version VALUES (1, '0001_init.sql', 0), (2, '0002_memory_count.sql', 0), (3, '0003_drop_memories_by_version.sql', 0)`,
+		`INSERT INTO stores (id, workspace_id, name, created_at, updated_at) VALUES ('memstore_a', 'w', 'a', 0, 0), ('memstore_b', 'w', 'b', 0, 0), ('memstore_c', 'w', 'c', 0, 0)`,
+		// Inserted out of order: b's time is first, then ties broken by id.
+		`INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_at) VALUES
+			('memver_3', 'memstore_a', 'mem_1', 'modified', '/1', '', 0, '', 20),
+			('memver_1', 'memstore_a', 'mem_1', 'created', '/1', '', 0, '', 10),
+			('memver_2b', 'memstore_a', 'mem_2', 'created', '/2', '', 0, '', 15),
+			('memver_2a', 'memstore_a', 'mem_3', 'created', '/3', '', 0, '', 15),
+			('memver_9', 'memstore_b', 'mem_4', 'created', '/1', '', 0, '', 5)`,
+	}
+	for _, q := range stmts {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	db, err := Open(ctx, path, Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	type numbered struct {
+		ID  string
+		Seq int64
+	}
+	history := func(storeID string) (out []numbered, last int64) {
+		if err := db.Read(ctx, func(tx storage.Tx) error {
+			vs, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: storeID})
+			if err != nil {
+				return err
+			}
+			for _, v := range vs {
+				out = append(out, numbered{v.ID, v.Seq})
+			}
+			last, err = tx.StoreSeq(ctx, storeID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out, last
+	}
+	gotA, lastA := history("memstore_a")
+	wantA := []numbered{{"memver_1", 1}, {"memver_2a", 2}, {"memver_2b", 3}, {"memver_3", 4}}
+	if !slices.Equal(gotA, wantA) || lastA != 4 {
+		t.Errorf("store a after migration: %v (last %d), want %v (last 4)", gotA, lastA, wantA)
+	}
+	if gotB, lastB := history("memstore_b"); !slices.Equal(gotB, []numbered{{"memver_9", 1}}) || lastB != 1 {
+		t.Errorf("store b after migration: %v (last %d), want memver_9 as 1", gotB, lastB)
+	}
+	if gotC, lastC := history("memstore_c"); len(gotC) != 0 || lastC != 0 {
+		t.Errorf("store c after migration: %v (last %d), want nothing", gotC, lastC)
+	}
+	v := &trove.MemoryVersion{ID: "memver_new", StoreID: "memstore_a", MemoryID: "mem_1", Operation: trove.OpDeleted,
+		Path: new("/1"), CreatedAt: time.Now()}
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.VersionInsert(ctx, v) }); err != nil {
+		t.Fatal(err)
+	}
+	if v.Seq != 5 {
+		t.Errorf("first version after migration numbered %d, want 5", v.Seq)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 const versionCols = `id, store_id, memory_id, operation, path, size_bytes, sha256,
-	created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id`
+	created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq`
 
 func versionSelect(withContent bool) string {
 	if withContent {
@@ -30,7 +30,7 @@ func scanVersion(r rowScanner, v *trove.MemoryVersion) error {
 		redacted           sql.NullInt64
 	)
 	if err := r.Scan(&v.ID, &v.StoreID, &v.MemoryID, &op, &path, &size, &sha,
-		&cbType, &cbID, &created, &redacted, &rbType, &rbID, &content); err != nil {
+		&cbType, &cbID, &created, &redacted, &rbType, &rbID, &v.Seq, &content); err != nil {
 		return err
 	}
 	v.Operation = trove.Operation(op)
@@ -69,7 +69,8 @@ func nullInt(n *int) any {
 	return *n
 }
 
-// VersionInsert appends v.
+// VersionInsert appends v and sets v.Seq. The write transaction holds
+// SQLite's only write lock, so numbers are handed out in commit order.
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID, err := actorCols(v.CreatedBy)
 	if err != nil {
@@ -79,11 +80,62 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO versions (`+versionCols+`, content)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	var seq int64
+	err = t.queryRow(ctx, "memory store", v.StoreID, func(r rowScanner) error { return r.Scan(&seq) },
+		`INSERT INTO version_seqs (store_id, last) VALUES (?, 1)
+		ON CONFLICT (store_id) DO UPDATE SET last = last + 1 RETURNING last`, v.StoreID)
+	if isForeignKey(err) {
+		return notFound("memory store", v.StoreID)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err = t.exec(ctx, `INSERT INTO versions (`+versionCols+`, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.StoreID, v.MemoryID, string(v.Operation), nullString(v.Path), nullInt(v.SizeBytes), nullString(v.SHA256),
-		cbType, cbID, micros(v.CreatedAt), nullMicros(v.RedactedAt), rbType, rbID, nullString(v.Content))
-	return err
+		cbType, cbID, micros(v.CreatedAt), nullMicros(v.RedactedAt), rbType, rbID, seq, nullString(v.Content)); err != nil {
+		return err
+	}
+	v.Seq = seq
+	return nil
+}
+
+// VersionScan lists a store's versions in ascending Seq order within
+// (AfterSeq, UpToSeq].
+func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
+	q := versionSelect(p.WithContent) + ` WHERE store_id = ? AND seq > ?`
+	args := []any{p.StoreID, p.AfterSeq}
+	if p.UpToSeq > 0 {
+		q += ` AND seq <= ?`
+		args = append(args, p.UpToSeq)
+	}
+	q += ` ORDER BY seq`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []trove.MemoryVersion{}
+	for rows.Next() {
+		var v trove.MemoryVersion
+		if err := scanVersion(rows, &v); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, v)
+	}
+	return out, translate(rows.Err())
+}
+
+// StoreSeq returns the Seq of the store's newest version ever (0 when none).
+func (t *tx) StoreSeq(ctx context.Context, storeID string) (int64, error) {
+	var seq int64
+	err := t.queryRow(ctx, "memory store", storeID, func(r rowScanner) error { return r.Scan(&seq) },
+		`SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = s.id), 0) FROM stores AS s WHERE s.id = ?`, storeID)
+	return seq, err
 }
 
 // VersionGet returns a version of a store, or ENOTFOUND.

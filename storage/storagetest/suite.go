@@ -43,6 +43,8 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"VersionList", testVersionList},
 		{"VersionRedact", testVersionRedact},
 		{"VersionDeleteExpired", testDeleteExpired},
+		{"VersionSeq", testVersionSeq},
+		{"VersionSeqConcurrent", testVersionSeqConcurrent},
 		{"Keys", testKeys},
 		{"Sessions", testSessions},
 		{"WriteReturnsFnErrorAndRollsBack", testWriteFnError},
