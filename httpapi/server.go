@@ -45,8 +45,8 @@ type Config struct {
 	Events trove.EventService
 	// Dreams serves /v1/dreams; nil disables it (404).
 	Dreams trove.DreamService
-	Auth     trove.Authenticator
-	Logger   *slog.Logger // nil discards logs
+	Auth   trove.Authenticator
+	Logger *slog.Logger // nil discards logs
 	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
