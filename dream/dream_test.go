@@ -315,3 +315,167 @@ func TestDreamEndToEnd(t *testing.T) {
 	}
 }
 
+// TestDreamCancelMidRun: a cancel while the model is answering stops the
+// run within seconds; the dream is canceled, its output keeps the copy.
+func TestDreamCancelMidRun(t *testing.T) {
+	e := newEnv(t)
+	st, se := e.fixture(t)
+	hold, reached := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	e.run(t, dream.Config{}, false,
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{mem(map[string]any{"command": "create", "path": "/memories/partial.md", "file_text": "partial\n"})},
+			Usage: claudetest.Usage{Input: 10, Output: 5}},
+		claudetest.Turn{Hold: hold, Reached: reached},
+	)
+	d := e.create(t, params(st.ID, se.ID))
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the runner never reached the second turn")
+	}
+	start := time.Now()
+	c, err := e.sdk.Beta.Dreams.Cancel(context.Background(), d.ID, anthropic.BetaDreamCancelParams{})
+	if err != nil || c.Status != "canceled" {
+		t.Fatalf("Dreams.Cancel = %v, %v", c, err)
+	}
+	// The runner lets go (ends the session, records usage, releases the
+	// lease) within a few heartbeats.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cur, err := e.svc.GetDream(e.ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.LeaseOwner == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the canceled dream's runner still holds its lease 5s after the cancel")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("runner stopped %v after the cancel", time.Since(start))
+	got := e.wait(t, d.ID, time.Second)
+	if got.Status != "canceled" || got.JSON.Error.Valid() || len(got.Outputs) != 1 || got.Usage.InputTokens != 10 {
+		t.Fatalf("canceled dream = %s", got.RawJSON())
+	}
+	out := e.contents(t, got.Outputs[0].MemoryStoreID)
+	if out["/memories/partial.md"] != "" || out["/partial.md"] != "partial\n" || out["/home.md"] == "" {
+		t.Errorf("output after cancel = %v; want the copy and the partial write", out)
+	}
+	if s, _ := e.svc.GetSession(e.ctx, got.SessionID); s == nil || s.EndedAt == nil {
+		t.Errorf("the dream's session did not end")
+	}
+}
+
+// TestDreamFailures: budgets, no API key, a failing Messages API and
+// inputs gone after create end the dream failed with the reason.
+func TestDreamFailures(t *testing.T) {
+	loopTurn := claudetest.Turn{ToolUses: []claudetest.ToolUse{mem(map[string]any{"command": "view", "path": "/memories"})}, Usage: claudetest.Usage{Input: 100, Output: 10}}
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	cases := []struct {
+		name    string
+		cfg     dream.Config
+		noKey   bool
+		turns   []claudetest.Turn
+		loop    bool
+		prepare func(e *env, st *trove.Store, se *trove.Session)
+		typ     string
+		msg     string
+	}{
+		{name: "turn budget", cfg: dream.Config{Budget: dream.Budget{MaxTurns: 3}}, loop: true, typ: trove.DreamErrBudgetExhausted, msg: "budget of 3 model turns"},
+		{name: "token budget", cfg: dream.Config{Budget: dream.Budget{MaxTokens: 250}}, loop: true, typ: trove.DreamErrBudgetExhausted, msg: "past its budget of 250"},
+		{name: "time budget", cfg: dream.Config{Budget: dream.Budget{MaxDuration: 300 * time.Millisecond}}, turns: []claudetest.Turn{{Hold: hold}}, typ: trove.DreamErrTimeout, msg: "time budget"},
+		{name: "no API key", noKey: true, typ: trove.DreamErrModelNotConfigured, msg: "--anthropic-api-key"},
+		{name: "Messages API error", turns: []claudetest.Turn{{Status: 529}}, typ: trove.DreamErrModelRequestFailed, msg: "529"},
+		{name: "input store archived", prepare: func(e *env, st *trove.Store, se *trove.Session) {
+			if _, err := e.svc.ArchiveStore(e.ctx, st.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, typ: trove.DreamErrStoreUnavailable, msg: "archived or deleted"},
+		{name: "input too large", cfg: dream.Config{MaxInputBytes: 50}, typ: trove.DreamErrStoreTooLarge, msg: "more than 50 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			st, se := e.fixture(t)
+			d := e.create(t, params(st.ID, se.ID)) // queued before any runner
+			if c.prepare != nil {
+				c.prepare(e, st, se)
+			}
+			srv := e.run(t, c.cfg, c.noKey, c.turns...)
+			if c.loop {
+				srv.Loop(loopTurn)
+			}
+			got := e.wait(t, d.ID, 20*time.Second)
+			if got.Status != "failed" || got.Error.Type != c.typ || !strings.Contains(got.Error.Message, c.msg) || !got.JSON.EndedAt.Valid() {
+				t.Fatalf("dream = %s; want failed %s mentioning %q", got.RawJSON(), c.typ, c.msg)
+			}
+			if c.noKey && len(srv.Requests()) != 0 {
+				t.Errorf("a dream without a key sent %d requests", len(srv.Requests()))
+			}
+		})
+	}
+}
+
+// TestDreamLongTranscript: a transcript larger than one read is read in
+// pages, each within the page size, and the model is told where the next
+// page starts.
+func TestDreamLongTranscript(t *testing.T) {
+	e := newEnv(t)
+	st, se := e.fixture(t)
+	var evs []trove.NewSessionEvent
+	for i := range 60 {
+		evs = append(evs, trove.NewSessionEvent{Type: trove.EventUserMessage,
+			Body: `{"content":[{"type":"text","text":"note ` + strings.Repeat("é", 500) + ` ` + string(rune('A'+i%26)) + `"}]}`})
+	}
+	if _, err := e.svc.AppendEvents(e.ctx, se.ID, evs); err != nil {
+		t.Fatal(err)
+	}
+	read := func(off int) claudetest.ToolUse {
+		return claudetest.ToolUse{Name: "read_transcript", Input: map[string]any{"session_id": se.ID, "offset": off}}
+	}
+	srv := e.run(t, dream.Config{TranscriptPage: 4000}, false,
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{read(0)}},
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{read(3999), read(10_000_000)}},
+		claudetest.Turn{Text: "done"})
+	d := e.wait(t, e.create(t, params(st.ID, se.ID)).ID, 20*time.Second)
+	if d.Status != "completed" {
+		t.Fatalf("dream = %s", d.RawJSON())
+	}
+	reqs := srv.Requests()
+	first := toolResults(t, reqs[1])[0]
+	if first[0] != "ok" || len(first[1]) > 4200 || !strings.Contains(first[1], "call read_transcript with offset 4000") {
+		t.Errorf("first page (%d bytes) = %.200q…", len(first[1]), first[1])
+	}
+	next := toolResults(t, reqs[2])
+	if next[0][0] != "ok" || !strings.Contains(next[0][1], "offset ") || next[1][0] != "error" {
+		t.Errorf("second page / bad offset = %.200q", next)
+	}
+}
+
+// TestDreamRunnerLost: a dream left running by a runner that died (its
+// lease expired) is failed with a clear error by the next runner, never
+// left running.
+func TestDreamRunnerLost(t *testing.T) {
+	e := newEnv(t)
+	st, se := e.fixture(t)
+	d := e.create(t, params(st.ID, se.ID))
+	claimed, err := e.svc.ClaimDream(context.Background(), "dead-node", 50*time.Millisecond)
+	if err != nil || claimed == nil || claimed.ID != d.ID {
+		t.Fatalf("ClaimDream = %v, %v", claimed, err)
+	}
+	if _, err := e.svc.RecordDream(context.Background(), d.ID, "dead-node", 50*time.Millisecond, core.DreamProgress{Running: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv := e.run(t, dream.Config{}, false)
+	got := e.wait(t, d.ID, 20*time.Second)
+	if got.Status != "failed" || got.Error.Type != trove.DreamErrRunnerLost || got.Error.Message != dream.MsgRunnerLost {
+		t.Fatalf("dream = %s", got.RawJSON())
+	}
+	if len(srv.Requests()) != 0 {
+		t.Errorf("the lost dream was run again (%d requests)", len(srv.Requests()))
+	}
+}

@@ -467,7 +467,9 @@ func (r *Runner) checkSize(ctx context.Context, storeID string) *outcome {
 func (r *Runner) converse(ctx context.Context, st *state, outputID string, owner *trove.Principal) *outcome {
 	d := st.dream
 	tool := memtool.New(storefs.New(r.svc, outputID, storefs.Options{Limits: r.svc.Limits()}), memtool.Options{
-		OnInternalError: func(cmd string, err error) { r.log.Error("dream: memory tool", "dream_id", d.ID, "command", cmd, "err", err) },
+		OnInternalError: func(cmd string, err error) {
+			r.log.Error("dream: memory tool", "dream_id", d.ID, "command", cmd, "err", err)
+		},
 	})
 	ts := &transcripts{svc: r.svc, principal: owner, sessions: d.SessionIDs, pageBytes: r.cfg.TranscriptPage, cache: map[string]string{}}
 	system := SystemPrompt
