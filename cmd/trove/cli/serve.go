@@ -39,6 +39,7 @@ type serveConfig struct {
 	timeouts                   httpapi.Timeouts // every field positive (checkTimeouts)
 	limits                     trove.Limits     // every field set and valid (resolveLimits)
 	db                         dbOptions        // resolved by resolveDBOptions
+	dreams                     dreamConfig
 }
 
 // The PostgreSQL pool flags and their environment variables.
@@ -236,6 +237,7 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 		f.IntVar(lf.field(&c.limits), lf.name, *lf.field(&c.limits), lf.help+" (env "+lf.env+")")
 	}
 	f.DurationVar(&c.limits.VersionRetention, retentionFlag, c.limits.VersionRetention, "delete versions older than this, except each live memory's current one (env "+retentionEnv+")")
+	addDreamFlags(f, &c.dreams)
 	return cmd
 }
 
@@ -278,6 +280,8 @@ func runServe(e *env, c serveConfig) error {
 	handler := httpapi.NewServer(httpapi.Config{
 		Services: b.svc,
 		Sessions: b.svc,
+		Events:   b.svc,
+		Dreams:   b.svc,
 		Auth:     b.svc,
 		Logger:   log,
 		// Room for a maximal memory with every byte JSON-escaped.
@@ -305,6 +309,12 @@ func runServe(e *env, c serveConfig) error {
 		pc := pg.Pool().Config()
 		log.Info("postgres pool", "max_conns", pc.MaxConns, "connect_timeout", pc.ConnConfig.ConnectTimeout)
 	}
+
+	stopDreams, err := startDreams(c.dreams, b.svc, log)
+	if err != nil {
+		return err
+	}
+	defer stopDreams() // before b.close: the runner records how its dreams ended
 
 	retCtx, stopRetention := context.WithCancel(context.Background())
 	retDone := make(chan struct{})
