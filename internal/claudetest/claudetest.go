@@ -38,8 +38,8 @@ type Turn struct {
 	Text     string
 	Usage    Usage
 	Status   int
-	Hold     chan struct{}
-	Reached  chan struct{}
+	Hold     chan struct{} `json:"-"`
+	Reached  chan struct{} `json:"-"`
 }
 
 // Request is one request the server got.
@@ -56,6 +56,7 @@ type Server struct {
 	URL string
 	// Loop, when set, answers every request after the script ran out
 	// (a model that never stops); otherwise such a request ends the turn.
+	hs       *httptest.Server
 	mu       sync.Mutex
 	turns    []Turn
 	loop     *Turn
@@ -64,12 +65,21 @@ type Server struct {
 
 // New starts a server answering with turns in order; t's cleanup closes it.
 func New(t testing.TB, turns ...Turn) *Server {
-	s := &Server{turns: turns}
-	hs := httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(hs.Close)
-	s.URL = hs.URL
+	s := Start(turns...)
+	t.Cleanup(s.Close)
 	return s
 }
+
+// Start starts a server answering with turns in order; Close stops it.
+func Start(turns ...Turn) *Server {
+	s := &Server{turns: turns}
+	s.hs = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.hs.URL
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.hs.Close() }
 
 // Loop sets the answer given once the script has run out.
 func (s *Server) Loop(t Turn) {
