@@ -144,9 +144,13 @@ func newDreamsCmd(e *env) *cobra.Command {
 		}
 	}
 	cancel := change("cancel", "Cancel a pending or running dream (its output keeps what was written)",
-		func(ds trove.DreamService, k *conn, id string) (*trove.Dream, error) { return ds.CancelDream(k.ctx, id) })
+		func(ds trove.DreamService, k *conn, id string) (*trove.Dream, error) {
+			return ds.CancelDream(k.ctx, id)
+		})
 	archive := change("archive", "Archive a completed, failed or canceled dream (its output store stays)",
-		func(ds trove.DreamService, k *conn, id string) (*trove.Dream, error) { return ds.ArchiveDream(k.ctx, id) })
+		func(ds trove.DreamService, k *conn, id string) (*trove.Dream, error) {
+			return ds.ArchiveDream(k.ctx, id)
+		})
 
 	var stat bool
 	diff := &cobra.Command{
