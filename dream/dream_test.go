@@ -2,6 +2,7 @@ package dream_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net"
 	"path/filepath"
@@ -289,6 +290,41 @@ func TestDreamEndToEnd(t *testing.T) {
 	if err != nil || dse.EndedAt == nil {
 		t.Errorf("dream session = %+v, %v; want ended", dse, err)
 	}
+	// The dream's own conversation is its session's transcript.
+	evs, err := e2.svc.ListEvents(e2.ctx, d.SessionID, trove.ListEventsParams{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, ev := range evs.Data {
+		counts[ev.Type]++
+	}
+	if diff := cmp.Diff(map[string]int{"user.message": 1, "agent.tool_use": 8, "agent.tool_result": 8, "agent.message": 1}, counts); diff != "" {
+		t.Errorf("the dream session's events (-want +got):\n%s", diff)
+	}
+	// The change set, as trove dreams diff shows it.
+	dd, err := e2.svc.GetDream(e2.ctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := dream.ChangeSet(e2.ctx, e2.svc, dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range changes {
+		switch {
+		case c.Old == nil:
+			got = append(got, "added "+c.Path)
+		case c.New == nil:
+			got = append(got, "removed "+c.Path)
+		default:
+			got = append(got, "modified "+c.Path)
+		}
+	}
+	if diff := cmp.Diff([]string{"modified /home.md", "removed /prefs/drinks-copy.md", "modified /prefs/drinks.md"}, got); diff != "" {
+		t.Errorf("change set (-want +got):\n%s", diff)
+	}
 	// What the model saw: the prompt and instructions, both tools, the
 	// transcript, and refusals for paths outside the store and a session
 	// that is not an input.
@@ -477,5 +513,78 @@ func TestDreamRunnerLost(t *testing.T) {
 	}
 	if len(srv.Requests()) != 0 {
 		t.Errorf("the lost dream was run again (%d requests)", len(srv.Requests()))
+	}
+}
+
+// TestDreamInPlace: update_existing consolidates the input store itself;
+// its change set is rebuilt from the versions the dream's session wrote,
+// and a second in-place dream on the store is refused while it runs.
+func TestDreamInPlace(t *testing.T) {
+	e := newEnv(t)
+	st, se := e.fixture(t)
+	if _, err := e.svc.CreateMemory(e.ctx, st.ID, trove.CreateMemoryParams{Path: "/untouched.md", Content: "stays\n"}); err != nil {
+		t.Fatal(err)
+	}
+	hold, reached := make(chan struct{}), make(chan struct{})
+	e.run(t, dream.Config{}, false,
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{
+			mem(map[string]any{"command": "delete", "path": "/memories/prefs/drinks-copy.md"}),
+			mem(map[string]any{"command": "str_replace", "path": "/memories/home.md", "old_str": "Paris", "new_str": "Lyon"}),
+			mem(map[string]any{"command": "create", "path": "/memories/insights.md", "file_text": "Moves often.\n"}),
+		}},
+		claudetest.Turn{Hold: hold, Reached: reached},
+		claudetest.Turn{Text: "done"},
+	)
+	p := params(st.ID, se.ID)
+	p.OutputBehavior = anthropic.BetaOutputBehaviorUnionParam{OfUpdateExisting: &anthropic.BetaOutputBehaviorUpdateExistingParam{MemoryStoreID: st.ID}}
+	d := e.create(t, p)
+	<-reached
+	_, err := e.sdk.Beta.Dreams.New(context.Background(), p)
+	var apierr *anthropic.Error
+	if !errors.As(err, &apierr) || apierr.StatusCode != 409 {
+		t.Fatalf("second in-place dream while the first runs: %v, want 409", err)
+	}
+	close(hold)
+	got := e.wait(t, d.ID, 20*time.Second)
+	if got.Status != "completed" || len(got.Outputs) != 1 || got.Outputs[0].MemoryStoreID != st.ID {
+		t.Fatalf("in-place dream = %s", got.RawJSON())
+	}
+	want := map[string]string{
+		"/prefs/drinks.md": "The user drinks coffee every morning.\n",
+		"/home.md":         "The user lives in Lyon.\n",
+		"/insights.md":     "Moves often.\n",
+		"/untouched.md":    "stays\n",
+	}
+	if diff := cmp.Diff(want, e.contents(t, st.ID)); diff != "" {
+		t.Errorf("store after the in-place dream (-want +got):\n%s", diff)
+	}
+	dd, _ := e.svc.GetDream(e.ctx, d.ID)
+	changes, err := dream.ChangeSet(e.ctx, e.svc, dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ch struct{ Path, Old, New string }
+	var gotCh []ch
+	for _, c := range changes {
+		x := ch{Path: c.Path}
+		if c.Old != nil {
+			x.Old = *c.Old
+		}
+		if c.New != nil {
+			x.New = *c.New
+		}
+		gotCh = append(gotCh, x)
+	}
+	wantCh := []ch{
+		{"/home.md", "The user lives in Paris.\n", "The user lives in Lyon.\n"},
+		{"/insights.md", "", "Moves often.\n"},
+		{"/prefs/drinks-copy.md", "The user drinks coffee every morning.\n", ""},
+	}
+	if diff := cmp.Diff(wantCh, gotCh); diff != "" {
+		t.Errorf("in-place change set (-want +got):\n%s", diff)
+	}
+	// Once it has stopped, another in-place dream is accepted.
+	if _, err := e.sdk.Beta.Dreams.New(context.Background(), p); err != nil {
+		t.Errorf("in-place dream after the first ended: %v", err)
 	}
 }

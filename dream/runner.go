@@ -479,6 +479,11 @@ func (r *Runner) converse(ctx context.Context, st *state, outputID string, owner
 	first := fmt.Sprintf("Consolidate the memory store mounted at /memories. The input sessions are: %s. Start with the inventory.",
 		strings.Join(d.SessionIDs, ", "))
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(first))}
+	// The dream's own conversation is its session's transcript, for review.
+	rec := &claude.Recorder{Append: func(ctx context.Context, evs []trove.NewSessionEvent) ([]trove.SessionEvent, error) {
+		return r.svc.AppendEvents(ctx, st.sessionID, evs)
+	}}
+	rec.Prompt(ctx, first)
 	tools := []anthropic.ToolUnionParam{claude.ToolParam(), {OfTool: &anthropic.ToolParam{
 		Name:        transcriptTool,
 		Description: anthropic.String("Read one input session's transcript (read-only), a page at a time. Returns the text from offset and says where the next page starts."),
@@ -511,8 +516,12 @@ func (r *Runner) converse(ctx context.Context, st *state, outputID string, owner
 			return failed(trove.DreamErrModelRequestFailed, "the Messages API request failed: %s", modelError(err))
 		}
 		st.addUsage(msg.Usage)
+		rec.Message(ctx, msg)
 		msgs = append(msgs, msg.ToParam())
 		if msg.StopReason != anthropic.StopReasonToolUse {
+			if err := rec.Err(); err != nil {
+				r.log.Warn("dream: its conversation was not fully recorded in its session", "dream_id", d.ID, "err", err)
+			}
 			if n := st.tokens(); n > r.cfg.Budget.MaxTokens {
 				return failed(trove.DreamErrBudgetExhausted, "the dream used %d tokens, past its budget of %d; the output keeps what was written", n, r.cfg.Budget.MaxTokens)
 			}
@@ -524,16 +533,19 @@ func (r *Runner) converse(ctx context.Context, st *state, outputID string, owner
 				continue
 			}
 			u := b.AsToolUse()
+			var res memtool.Result
 			switch u.Name {
 			case claude.ToolName:
-				results = append(results, claude.Execute(ctx, tool, u))
+				res = tool.Execute(ctx, u.Input)
 			case transcriptTool:
 				text, isErr := ts.read(ctx, u.Input)
-				results = append(results, claude.ResultBlock(u.ID, memtool.Result{IsError: isErr, Content: []memtool.Block{{Type: memtool.BlockText, Text: text}}}))
+				res = memtool.Result{IsError: isErr, Content: []memtool.Block{{Type: memtool.BlockText, Text: text}}}
 			default:
-				results = append(results, claude.ResultBlock(u.ID, memtool.Result{IsError: true, Content: []memtool.Block{{Type: memtool.BlockText,
-					Text: fmt.Sprintf("Error: unknown tool %q; the tools are %q and %q", u.Name, claude.ToolName, transcriptTool)}}}))
+				res = memtool.Result{IsError: true, Content: []memtool.Block{{Type: memtool.BlockText,
+					Text: fmt.Sprintf("Error: unknown tool %q; the tools are %q and %q", u.Name, claude.ToolName, transcriptTool)}}}
 			}
+			rec.ToolResult(ctx, u, res)
+			results = append(results, claude.ResultBlock(u.ID, res))
 		}
 		if ctx.Err() != nil {
 			return nil

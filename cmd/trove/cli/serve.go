@@ -201,6 +201,13 @@ reading holds at most one response), and a keep-alive connection waits
 client disconnects. HTTP/1.1 and unencrypted HTTP/2 (prior knowledge) are
 served on the same port.
 
+Dreams (/v1/dreams, docs/dreams.md): this server runs queued dreams with the
+Messages API key of --anthropic-api-key or ANTHROPIC_API_KEY (and
+--anthropic-base-url or ANTHROPIC_BASE_URL for a gateway). Without a key it
+logs a warning at start and every dream fails with model_not_configured; give
+--dream-workers 0 to a node without a key when other nodes have one. A dream
+held by a node that dies is failed (runner_lost) once its --dream-lease ends.
+
 PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
 environment variables) win over the URL's pool_max_conns and connect_timeout,
 which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
