@@ -2,8 +2,8 @@ package dream_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net"
 	"path/filepath"
 	"strings"
