@@ -19,6 +19,7 @@ import (
 	"github.com/trovehq/trove/dream"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/claudetest"
+	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
@@ -39,6 +40,12 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return newEnvOn(t, db)
+}
+
+// newEnvOn is newEnv over db.
+func newEnvOn(t *testing.T, db storage.Driver) *env {
+	t.Helper()
 	svc := core.New(db, core.Options{})
 	k, secret, err := svc.CreateKey(context.Background(), "wrkspc_dreams", "test")
 	if err != nil {
@@ -220,7 +227,11 @@ func mem(input map[string]any) claudetest.ToolUse { return claudetest.Memory(inp
 // input untouched, every output version attributed to the dream's
 // session, usage summed, all driven through the SDK's Beta.Dreams.
 func TestDreamEndToEnd(t *testing.T) {
-	e := newEnv(t)
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testDreamEndToEnd(t, newEnv(t)) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testDreamEndToEnd(t, newPostgresEnv(t)) })
+}
+
+func testDreamEndToEnd(t *testing.T, e *env) {
 	st, se := e.fixture(t)
 	sessionID := se.ID
 	script := []claudetest.Turn{

@@ -23,6 +23,25 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// newPostgresEnv is newEnv over a fresh schema of the test PostgreSQL,
+// dropped at the end.
+func newPostgresEnv(t *testing.T) *env {
+	t.Helper()
+	url := pgtest.URL(t)
+	schema := fmt.Sprintf("trove_dream_%d", rand.Uint64())
+	db, err := postgres.Open(context.Background(), url, postgres.Options{AutoMigrate: true, Schema: schema})
+	if err != nil {
+		t.Fatalf("postgres.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema: %v", err)
+		}
+		db.Close()
+	})
+	return newEnvOn(t, db)
+}
+
 // TestTwoNodesOnePostgres: two nodes (their own pools, services and
 // runners with two workers each) over one PostgreSQL database; every
 // dream runs exactly once, on one node.
