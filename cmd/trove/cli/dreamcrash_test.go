@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,9 +17,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/dream"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/claudetest"
+	"github.com/trovehq/trove/internal/pgtest"
+	"github.com/trovehq/trove/storage/postgres"
 )
 
 // TestDreamSurvivesKill9: kill -9 of a real trove serve while a dream
@@ -105,5 +112,131 @@ func TestDreamSurvivesKill9(t *testing.T) {
 	}
 	if len(claude.Requests()) != 2 {
 		t.Errorf("the model got %d requests, want 2 (the lost dream is not rerun)", len(claude.Requests()))
+	}
+}
+
+// TestDreamTwoNodesKill9Postgres: two real trove serve processes on one
+// PostgreSQL schema, both running dreams. A dream is run by exactly one of
+// them; kill -9 of that one mid-dream leaves the dream to the other, which
+// fails it (runner_lost) once the lease has expired, and goes on running
+// new dreams.
+func TestDreamTwoNodesKill9Postgres(t *testing.T) {
+	url := pgtest.URL(t)
+	bin := buildTrove(t)
+	ctx := context.Background()
+	schema := fmt.Sprintf("trove_clidream_%d", rand.Uint64())
+	db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema: %v", err)
+		}
+		db.Close()
+	})
+	svc := core.New(db, core.Options{})
+	k, key, err := svc.CreateKey(ctx, "wrkspc_dreamnodes", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: k.WorkspaceID, Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: k.ID}})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	dbURL := url + sep + "search_path=" + schema
+
+	reached, hold := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	claude := claudetest.New(t,
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{claudetest.Memory(map[string]any{"command": "create", "path": "/memories/first.md", "file_text": "before the kill\n"})}},
+		claudetest.Turn{Hold: hold, Reached: reached},
+	)
+	claude.Loop(claudetest.Turn{Text: "done", Usage: claudetest.Usage{Input: 3, Output: 1}})
+	flags := []string{"--database", dbURL, "--anthropic-api-key", "sk-ant-test", "--anthropic-base-url", claude.URL,
+		"--dream-lease", "1s", "--dream-heartbeat", "200ms"}
+	nodes := map[int]*exec.Cmd{}
+	urls := map[int]string{}
+	for range 2 {
+		cmd, u := startServeProcess(t, bin, t.TempDir(), flags...)
+		nodes[cmd.Process.Pid], urls[cmd.Process.Pid] = cmd, u
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	var anyURL string
+	for _, u := range urls {
+		anyURL = u
+		break
+	}
+	c := httpapi.NewClient(anyURL, key)
+	st, err := c.CreateStore(ctx, trove.CreateStoreParams{Name: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, _, err := c.CreateSession(ctx, trove.CreateSessionParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := trove.CreateDreamParams{StoreID: st.ID, SessionIDs: []string{se.ID}, Model: "claude-sonnet-4-6"}
+	d, err := c.CreateDream(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no node ran the dream to its second turn")
+	}
+	held, err := svc.GetDream(kctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease owner is "<host>-<pid>-<random>": the node to kill.
+	parts := strings.Split(held.LeaseOwner, "-")
+	pid, _ := strconv.Atoi(parts[len(parts)-2])
+	victim := nodes[pid]
+	if victim == nil || held.Status != trove.DreamRunning {
+		t.Fatalf("dream held by %q (status %s), not one of the nodes %v", held.LeaseOwner, held.Status, urls)
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	victim.Wait()
+	delete(urls, pid)
+	var survivor string
+	for _, u := range urls {
+		survivor = u
+	}
+	sc := httpapi.NewClient(survivor, key)
+	wait := func(id string) *trove.Dream {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := sc.GetDream(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Terminal() {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("dream %s still %s 30s after the kill", id, got.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	got := wait(d.ID)
+	if got.Status != trove.DreamFailed || got.Error == nil || got.Error.Type != trove.DreamErrRunnerLost {
+		t.Fatalf("dream after its node was killed = %+v", got)
+	}
+	if n := len(claude.Requests()); n != 2 {
+		t.Errorf("the model got %d requests, want 2 (one node ran the dream, nobody reran it)", n)
+	}
+	// The survivor runs the next dream to the end.
+	d2, err := sc.CreateDream(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wait(d2.ID); got.Status != trove.DreamCompleted || got.Usage.InputTokens != 3 {
+		t.Fatalf("the next dream on the surviving node = %+v", got)
 	}
 }
