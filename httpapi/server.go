@@ -1,6 +1,7 @@
 // Package httpapi serves Trove's services over the memory stores API, wire
 // compatible with the official Anthropic SDKs (change the base URL and the
-// memory stores guide works), plus Trove's own session API under /trove/v1.
+// memory stores guide works) and the dreams API (/v1/dreams), plus Trove's
+// own session API (with session transcripts) under /trove/v1.
 // It also offers Client, which implements the same service interfaces over
 // HTTP, so adapters work unchanged against a remote server.
 //

@@ -224,6 +224,9 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbConnectTimeout); err != nil {
 				return err
 			}
+			if err := c.dreams.check(); err != nil {
+				return err
+			}
 			return runServe(e, c)
 		},
 	}

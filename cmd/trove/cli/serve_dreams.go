@@ -40,16 +40,24 @@ func addDreamFlags(f *pflag.FlagSet, c *dreamConfig) {
 	f.DurationVar(&c.maxDuration, "dream-max-duration", b.MaxDuration, "wall time per dream before it fails (timeout)")
 }
 
+// check refuses dream flags that cannot work; the error names the flags.
+func (c dreamConfig) check() error {
+	if c.workers < 0 || c.lease <= 0 || c.heartbeat <= 0 || c.heartbeat >= c.lease {
+		return fmt.Errorf("--dream-workers must be >= 0 and --dream-heartbeat positive and shorter than --dream-lease (got %d, %s, %s)", c.workers, c.heartbeat, c.lease)
+	}
+	if c.maxTurns <= 0 || c.maxTokens <= 0 || c.maxDuration <= 0 {
+		return fmt.Errorf("--dream-max-turns, --dream-max-tokens and --dream-max-duration must be positive")
+	}
+	return nil
+}
+
 // startDreams starts the dream runner over svc and returns the function
 // that stops it (waiting for it). Without an API key it logs once that
 // dreams will fail, and still runs, so queued dreams end failed with a
 // clear error instead of staying pending.
 func startDreams(c dreamConfig, svc *core.Service, log *slog.Logger) (stop func(), err error) {
-	if c.workers < 0 || c.lease <= 0 || c.heartbeat <= 0 || c.heartbeat >= c.lease {
-		return nil, fmt.Errorf("--dream-workers must be >= 0 and --dream-heartbeat positive and shorter than --dream-lease (got %d, %s, %s)", c.workers, c.heartbeat, c.lease)
-	}
-	if c.maxTurns <= 0 || c.maxTokens <= 0 || c.maxDuration <= 0 {
-		return nil, fmt.Errorf("--dream-max-turns, --dream-max-tokens and --dream-max-duration must be positive")
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	if c.workers == 0 {
 		log.Info("dreams: no runner on this node (--dream-workers 0)")
