@@ -240,3 +240,50 @@ func TestDreamTwoNodesKill9Postgres(t *testing.T) {
 		t.Fatalf("the next dream on the surviving node = %+v", got)
 	}
 }
+
+// TestServeWithoutAnthropicKey: a server started without an Anthropic key
+// says so once in its log, and a dream fails at once with
+// model_not_configured and a message saying what to do.
+func TestServeWithoutAnthropicKey(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	data := t.TempDir()
+	s := startServe(t, "--data", data, "--dream-heartbeat", "100ms", "--dream-lease", "1s")
+	b, err := os.ReadFile(filepath.Join(data, "api_key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := httpapi.NewClient(s.url, strings.TrimSpace(string(b)))
+	st, err := c.CreateStore(ctx, trove.CreateStoreParams{Name: "notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, _, err := c.CreateSession(ctx, trove.CreateSessionParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.CreateDream(ctx, trove.CreateDreamParams{StoreID: st.ID, SessionIDs: []string{se.ID}, Model: "claude-sonnet-4-6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := c.GetDream(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Terminal() {
+			if got.Status != trove.DreamFailed || got.Error == nil || got.Error.Type != trove.DreamErrModelNotConfigured || got.Error.Message != dream.MsgNoAPIKey {
+				t.Fatalf("dream without a key = %+v", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dream still %s", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := strings.Count(s.stderr.String(), "dreams: no Anthropic API key"); n != 1 {
+		t.Errorf("the log says %d times that there is no key, want once:\n%s", n, s.stderr.String())
+	}
+}
