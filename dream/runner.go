@@ -198,10 +198,12 @@ func (r *Runner) run(parent context.Context, d *trove.Dream) error {
 	st := &state{dream: d}
 	var out *outcome
 	switch {
-	case d.Status == trove.DreamCanceled || d.Status.Terminal():
-		// Canceled (or ended) while its previous runner died: release.
+	case d.Status.Terminal():
+		// Canceled while its previous runner died: end the session, release.
 		out = &outcome{status: d.Status}
 	case d.Status == trove.DreamRunning:
+		// Its runner died mid-run (the lease expired). A dream claimed back
+		// while still pending (its runner died before starting) runs.
 		out = failed(trove.DreamErrRunnerLost, "%s", MsgRunnerLost)
 	case r.cfg.Claude == nil:
 		out = failed(trove.DreamErrModelNotConfigured, "%s", MsgNoAPIKey)

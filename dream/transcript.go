@@ -21,7 +21,7 @@ type transcripts struct {
 	cache     map[string]string
 }
 
-// ToolName is the transcript tool's name.
+// transcriptTool is the transcript tool's name.
 const transcriptTool = "read_transcript"
 
 // render returns the whole transcript of sessionID as text.
