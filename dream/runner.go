@@ -285,7 +285,10 @@ func (r *Runner) execute(parent context.Context, st *state) *outcome {
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, r.cfg.Budget.MaxDuration, errTimeout)
 	defer cancelTimeout()
 
-	if _, err := r.svc.RecordDream(ctx, d.ID, r.cfg.Owner, r.cfg.Lease, core.DreamProgress{Running: true}); err != nil {
+	if _, err := r.svc.RecordDream(ctx, d.ID, r.cfg.Owner, r.cfg.Lease, core.DreamProgress{Running: true}); err != nil && ctx.Err() == nil {
+		if trove.ErrorCode(err) == trove.ECONFLICT {
+			return &outcome{status: trove.DreamFailed, err: &trove.DreamError{Type: trove.DreamErrRunnerLost, Message: MsgRunnerLost}}
+		}
 		return failed(trove.DreamErrInternal, "recording the start failed: %s", trove.ErrorMessage(err))
 	}
 	hbDone := make(chan struct{})
