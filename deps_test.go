@@ -40,11 +40,13 @@ var forbidden = map[string][]string{
 	"internal/atomicfile":  {"/..."},
 	"internal/bench":       {"/..."}, // benchmarks live in its test files
 	"internal/pgtest":      {"/..."},
+	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
+	"internal/claudetest":  {"/..."},
 }
 
 // testKits are conformance suites and test helpers that only tests may
 // import: no non-test file outside the kit itself imports them.
-var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest"}
+var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest"}
 
 // testKitImport returns the kit that a non-test file in dir must not import
 // as rel (a module path relative to the module root), or "".

@@ -17,6 +17,8 @@ const (
 	PrefixAPIKey    = "apikey_"
 	PrefixRequest   = "req_"
 	PrefixWorkspace = "wrkspc_"
+	PrefixEvent     = "sevt_"
+	PrefixDream     = "drm_"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

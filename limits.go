@@ -20,6 +20,12 @@ type Limits struct {
 	MaxPageSize          int           // list maximum (100)
 	MaxFullPageSize      int           // list maximum with view=full (20)
 	VersionRetention     time.Duration // versions older than this may be deleted (30 days)
+	MaxEventBytes        int           // one session event's JSON, bytes (262,144)
+	MaxEventsPerAppend   int           // events in one append (100)
+	MaxSessionEvents     int           // events in one session's transcript (10,000)
+	MaxSessionEventBytes int64         // a session's transcript, bytes (16 MiB)
+	MaxDreamSessions     int           // input sessions of a dream (100)
+	MaxDreamModelChars   int           // a dream's model id, characters (256)
 }
 
 // DefaultLimits returns the documented defaults.
@@ -40,5 +46,11 @@ func DefaultLimits() Limits {
 		MaxPageSize:          100,
 		MaxFullPageSize:      20,
 		VersionRetention:     30 * 24 * time.Hour,
+		MaxEventBytes:        256 << 10,
+		MaxEventsPerAppend:   100,
+		MaxSessionEvents:     10000,
+		MaxSessionEventBytes: 16 << 20,
+		MaxDreamSessions:     100,
+		MaxDreamModelChars:   256,
 	}
 }

@@ -101,6 +101,14 @@ func withDefaults(l trove.Limits) trove.Limits {
 	fill(&l.DefaultPageSize, d.DefaultPageSize)
 	fill(&l.MaxPageSize, d.MaxPageSize)
 	fill(&l.MaxFullPageSize, d.MaxFullPageSize)
+	fill(&l.MaxEventBytes, d.MaxEventBytes)
+	fill(&l.MaxEventsPerAppend, d.MaxEventsPerAppend)
+	fill(&l.MaxSessionEvents, d.MaxSessionEvents)
+	fill(&l.MaxDreamSessions, d.MaxDreamSessions)
+	fill(&l.MaxDreamModelChars, d.MaxDreamModelChars)
+	if l.MaxSessionEventBytes <= 0 {
+		l.MaxSessionEventBytes = d.MaxSessionEventBytes
+	}
 	if l.VersionRetention <= 0 {
 		l.VersionRetention = d.VersionRetention
 	}

@@ -39,14 +39,17 @@ type memState struct {
 	versions map[string]trove.MemoryVersion
 	keys     map[string]memKey
 	sessions map[string]memSession
-	seqs     map[string]int64 // store ID → the last Seq handed out
+	seqs     map[string]int64                // store ID → the last Seq handed out
+	events   map[string][]trove.SessionEvent // by session ID, in seq order
+	dreams   map[string]trove.Dream
 }
 
 func newMemDriver() *memDriver {
 	return &memDriver{st: &memState{
 		stores: map[string]trove.Store{}, memories: map[string]trove.Memory{},
 		versions: map[string]trove.MemoryVersion{}, keys: map[string]memKey{}, sessions: map[string]memSession{},
-		seqs: map[string]int64{},
+		seqs:   map[string]int64{},
+		events: map[string][]trove.SessionEvent{}, dreams: map[string]trove.Dream{},
 	}}
 }
 
@@ -71,7 +74,8 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 	c := &memState{
 		stores: maps.Clone(d.st.stores), memories: maps.Clone(d.st.memories),
 		versions: maps.Clone(d.st.versions), keys: maps.Clone(d.st.keys), sessions: maps.Clone(d.st.sessions),
-		seqs: maps.Clone(d.st.seqs),
+		seqs:   maps.Clone(d.st.seqs),
+		events: maps.Clone(d.st.events), dreams: maps.Clone(d.st.dreams),
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err
@@ -440,4 +444,111 @@ func (t *memTx) SessionEnd(ctx context.Context, id string, at time.Time) error {
 		t.st.sessions[id] = s
 	}
 	return nil
+}
+
+func (t *memTx) EventStats(ctx context.Context, sessionID string) (int, int64, error) {
+	if _, ok := t.st.sessions[sessionID]; !ok {
+		return 0, 0, notFound("session", sessionID)
+	}
+	var n int64
+	for _, e := range t.st.events[sessionID] {
+		n += int64(len(e.Body))
+	}
+	return len(t.st.events[sessionID]), n, nil
+}
+
+func (t *memTx) EventInsert(ctx context.Context, events []trove.SessionEvent) error {
+	for _, e := range events {
+		// A new slice, so a rolled-back Write leaves the old one intact.
+		t.st.events[e.SessionID] = append(slices.Clip(t.st.events[e.SessionID]), e)
+	}
+	return nil
+}
+
+func (t *memTx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.SessionEvent, error) {
+	out := []trove.SessionEvent{}
+	for _, e := range t.st.events[p.SessionID] {
+		if e.Seq > p.AfterSeq {
+			out = append(out, e)
+		}
+	}
+	return limitTo(out, p.Limit), nil
+}
+
+func cloneDream(d trove.Dream) *trove.Dream {
+	d.SessionIDs = slices.Clone(d.SessionIDs)
+	if d.Error != nil {
+		e := *d.Error
+		d.Error = &e
+	}
+	return &d
+}
+
+func (t *memTx) DreamInsert(ctx context.Context, d *trove.Dream) error {
+	t.st.dreams[d.ID] = *cloneDream(*d)
+	return nil
+}
+
+func (t *memTx) DreamGet(ctx context.Context, ws, id string) (*trove.Dream, error) {
+	d, ok := t.st.dreams[id]
+	if !ok || (ws != "" && d.WorkspaceID != ws) {
+		return nil, notFound("dream", id)
+	}
+	return cloneDream(d), nil
+}
+
+func (t *memTx) DreamLock(ctx context.Context, ws, id string) (*trove.Dream, error) {
+	return t.DreamGet(ctx, ws, id)
+}
+
+func (t *memTx) DreamUpdate(ctx context.Context, d *trove.Dream) error {
+	if _, ok := t.st.dreams[d.ID]; !ok {
+		return notFound("dream", d.ID)
+	}
+	t.st.dreams[d.ID] = *cloneDream(*d)
+	return nil
+}
+
+func (t *memTx) DreamList(ctx context.Context, p storage.DreamListParams) ([]trove.Dream, error) {
+	var out []trove.Dream
+	for _, d := range t.st.dreams {
+		switch {
+		case d.WorkspaceID != p.WorkspaceID, !before(d.CreatedAt, d.ID, p.Before),
+			!p.IncludeArchived && d.ArchivedAt != nil,
+			len(p.Statuses) > 0 && !slices.Contains(p.Statuses, d.Status),
+			p.CreatedAfter != nil && !d.CreatedAt.After(*p.CreatedAfter),
+			p.CreatedBefore != nil && !d.CreatedAt.Before(*p.CreatedBefore):
+			continue
+		}
+		out = append(out, *cloneDream(d))
+	}
+	desc(out, func(d trove.Dream) (time.Time, string) { return d.CreatedAt, d.ID })
+	return limitTo(out, p.Limit), nil
+}
+
+func (t *memTx) DreamInPlaceBusy(ctx context.Context, storeID string, now time.Time) (bool, error) {
+	for _, d := range t.st.dreams {
+		if d.InputStoreID == storeID && d.OutputBehavior == trove.OutputUpdateExisting &&
+			(!d.Status.Terminal() || (d.LeaseOwner != "" && d.LeaseExpiresAt.After(now))) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (t *memTx) DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error) {
+	var best *trove.Dream
+	for _, d := range t.st.dreams {
+		ok := (d.Status == trove.DreamPending && d.LeaseOwner == "") || (d.LeaseOwner != "" && !d.LeaseExpiresAt.After(now))
+		if ok && (best == nil || d.CreatedAt.Before(best.CreatedAt) || (d.CreatedAt.Equal(best.CreatedAt) && d.ID < best.ID)) {
+			best = cloneDream(d)
+		}
+	}
+	if best == nil {
+		return nil, notFound("claimable dream", "")
+	}
+	best.LeaseOwner, best.LeaseExpiresAt = owner, &until
+	best.Attempts++
+	t.st.dreams[best.ID] = *cloneDream(*best)
+	return best, nil
 }

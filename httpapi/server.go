@@ -1,6 +1,7 @@
 // Package httpapi serves Trove's services over the memory stores API, wire
 // compatible with the official Anthropic SDKs (change the base URL and the
-// memory stores guide works), plus Trove's own session API under /trove/v1.
+// memory stores guide works) and the dreams API (/v1/dreams), plus Trove's
+// own session API (with session transcripts) under /trove/v1.
 // It also offers Client, which implements the same service interfaces over
 // HTTP, so adapters work unchanged against a remote server.
 //
@@ -41,8 +42,12 @@ const DefaultMaxBodyBytes = 1 << 20
 type Config struct {
 	Services trove.Services
 	Sessions trove.SessionService // nil disables /trove/v1/sessions (404)
-	Auth     trove.Authenticator
-	Logger   *slog.Logger // nil discards logs
+	// Events serves /trove/v1/sessions/{id}/events; nil disables it.
+	Events trove.EventService
+	// Dreams serves /v1/dreams; nil disables it (404).
+	Dreams trove.DreamService
+	Auth   trove.Authenticator
+	Logger *slog.Logger // nil discards logs
 	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -105,6 +110,8 @@ func (t Timeouts) withDefaults() Timeouts {
 type Server struct {
 	svc     trove.Services
 	sess    trove.SessionService
+	events  trove.EventService
+	dreams  trove.DreamService
 	auth    trove.Authenticator
 	log     *slog.Logger
 	maxBody int64
@@ -123,6 +130,7 @@ const (
 	kindPublic routeKind = iota // no credential
 	kindTrove                   // a credential
 	kindMemory                  // a credential and a memory beta flag
+	kindDream                   // a credential and the dreaming beta flag
 )
 
 // handlerFunc is an endpoint: it writes a success itself and returns the
@@ -142,6 +150,8 @@ func NewServer(cfg Config) *Server {
 	s := &Server{
 		svc:     cfg.Services,
 		sess:    cfg.Sessions,
+		events:  cfg.Events,
+		dreams:  cfg.Dreams,
 		auth:    cfg.Auth,
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
@@ -194,6 +204,17 @@ func NewServer(cfg Config) *Server {
 		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)
 		add("GET", "/trove/v1/sessions/{session_id}", kindTrove, s.getSession)
 		add("POST", "/trove/v1/sessions/{session_id}/end", kindTrove, s.endSession)
+	}
+	if s.events != nil {
+		add("POST", "/trove/v1/sessions/{session_id}/events", kindTrove, s.appendEvents)
+		add("GET", "/trove/v1/sessions/{session_id}/events", kindTrove, s.listEvents)
+	}
+	if s.dreams != nil {
+		add("POST", "/v1/dreams", kindDream, s.createDream)
+		add("GET", "/v1/dreams", kindDream, s.listDreams)
+		add("GET", "/v1/dreams/{dream_id}", kindDream, s.getDream)
+		add("POST", "/v1/dreams/{dream_id}/cancel", kindDream, s.cancelDream)
+		add("POST", "/v1/dreams/{dream_id}/archive", kindDream, s.archiveDream)
 	}
 	add("GET", "/healthz", kindPublic, s.healthz)
 	prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
@@ -401,6 +422,12 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			}
 			if rt.kind == kindMemory {
 				if err := checkBetas(r.Header); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			if rt.kind == kindDream {
+				if err := checkDreamBeta(r.Header); err != nil {
 					s.writeError(w, r, err)
 					return
 				}

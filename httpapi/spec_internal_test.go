@@ -101,6 +101,13 @@ func TestWireShapesMatchSpec(t *testing.T) {
 		{"BetaManagedAgentsMemoryStoreResourceParam", wireSessionResourceParam{}},
 		{"BetaManagedAgentsMemoryStoreResource", wireSessionResource{}},
 		{"BetaManagedAgentsMemoryPathConflictError", wireErrorBody{}},
+		{"BetaDream", wireDream{}},
+		{"BetaCreateDreamRequest", wireCreateDream{}},
+		{"BetaDreamModelConfig", wireDreamModel{}},
+		{"BetaDreamModelConfigParams", wireDreamModelParam{}},
+		{"BetaDreamUsage", wireDreamUsage{}},
+		{"BetaDreamError", wireDreamError{}},
+		{"BetaDreamMemoryStoreOutput", wireDreamOutput{}},
 	}
 	for _, tc := range types {
 		want := schemaProps(t, spec, tc.schema)
@@ -113,12 +120,12 @@ func TestWireShapesMatchSpec(t *testing.T) {
 		}
 	}
 
-	// Every memory store operation of the spec is routed, and nothing else
-	// under /v1.
+	// Every memory store and dream operation of the spec is routed, and
+	// nothing else under /v1.
 	var want []string
 	re := regexp.MustCompile(`\{[a-z_]+\}`)
 	for path, ops := range get(spec, "paths").(map[string]any) {
-		if !strings.HasPrefix(path, "/v1/memory_stores") {
+		if !strings.HasPrefix(path, "/v1/memory_stores") && !strings.HasPrefix(path, "/v1/dreams") {
 			continue
 		}
 		p := strings.TrimSuffix(path, "?beta=true")
@@ -127,7 +134,7 @@ func TestWireShapesMatchSpec(t *testing.T) {
 		}
 	}
 	var got []string
-	for _, r := range NewServer(Config{}).routes {
+	for _, r := range NewServer(Config{Dreams: (*Client)(nil)}).routes {
 		if strings.Contains(r, " /v1/") {
 			got = append(got, re.ReplaceAllString(r, "{}"))
 		}

@@ -40,3 +40,6 @@ func WirePage(data []any, next string) any {
 // WireDeleted is the answer to a delete: {"id", "type"}, with type
 // "memory_store_deleted" or "memory_deleted".
 func WireDeleted(id, typ string) any { return wireDeleted{ID: id, Type: typ} }
+
+// WireDream is a dream as /v1/dreams answers it.
+func WireDream(d *trove.Dream) any { return dreamToWire(d) }

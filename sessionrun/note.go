@@ -61,6 +61,18 @@ func oneLine(s string) string {
 	return strings.ReplaceAll(s, "\n", "\n    ")
 }
 
+// EventsURLEnv names the variable that tells a command run in a session
+// where to record its conversation: the session's transcript endpoint
+// (POST events there with TROVE_API_KEY; docs/API.md). It is set only when
+// the session lives on a server.
+const EventsURLEnv = "TROVE_SESSION_EVENTS_URL"
+
+// EventsURL returns the transcript endpoint of sessionID on the server at
+// serverURL.
+func EventsURL(serverURL, sessionID string) string {
+	return strings.TrimRight(serverURL, "/") + "/trove/v1/sessions/" + sessionID + "/events"
+}
+
 // Env returns env with the session's variables set (TROVE_API_KEY: the
 // session's token, TROVE_SESSION_ID, TROVE_MEMORY_ROOT, TROVE_MEMORY_PROMPT)
 // and any earlier value of them, the workspace credential included, removed.
@@ -69,7 +81,7 @@ func Env(env []string, token, sessionID, root, note string) []string {
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "TROVE_API_KEY", "TROVE_SESSION_ID", "TROVE_MEMORY_ROOT", "TROVE_MEMORY_PROMPT":
+		case "TROVE_API_KEY", "TROVE_SESSION_ID", "TROVE_MEMORY_ROOT", "TROVE_MEMORY_PROMPT", EventsURLEnv:
 			continue
 		}
 		out = append(out, kv)

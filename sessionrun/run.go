@@ -56,6 +56,10 @@ type Config struct {
 	// Principal is the session's principal, put in the context of every
 	// service call (nil: the one ctx carries, if any).
 	Principal *trove.Principal
+	// ServerURL is the server the session lives on ("" for a local
+	// database); when set, the command gets EventsURLEnv, where it records
+	// its conversation.
+	ServerURL string
 	// End ends the session. Run calls it exactly once, after every mount
 	// was flushed and closed, even when Run fails before the command runs.
 	End func(context.Context) error
@@ -256,6 +260,9 @@ func (r *runner) run(ctx context.Context) error {
 		env = os.Environ()
 	}
 	child.Env = Env(env, cfg.Token, cfg.Session.ID, r.root, r.note)
+	if cfg.ServerURL != "" {
+		child.Env = append(child.Env, EventsURLEnv+"="+EventsURL(cfg.ServerURL, cfg.Session.ID))
+	}
 	child.Cancel = func() error { return stopChild(child.Process) }
 	child.WaitDelay = waitDelay
 	runErr := child.Run()

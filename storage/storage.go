@@ -145,6 +145,63 @@ type Tx interface {
 	SessionList(ctx context.Context, p SessionListParams) ([]trove.Session, error)
 	// SessionEnd sets ended_at if it is not set yet.
 	SessionEnd(ctx context.Context, id string, at time.Time) error
+
+	// EventStats returns the number of events and their total body bytes
+	// in a session's transcript, and serializes every other EventStats of
+	// the same session until this transaction ends (FOR UPDATE), so core
+	// can number appended events and enforce the transcript limits across
+	// nodes. ENOTFOUND for an unknown session.
+	EventStats(ctx context.Context, sessionID string) (count int, bytes int64, err error)
+	// EventInsert appends events (Seq, ID and ProcessedAt set by core) and
+	// adds them to the session's count and bytes (len(Body) each).
+	EventInsert(ctx context.Context, events []trove.SessionEvent) error
+	// EventList lists a session's events by Seq ascending, Seq > AfterSeq.
+	EventList(ctx context.Context, p EventListParams) ([]trove.SessionEvent, error)
+
+	// DreamInsert inserts a new dream.
+	DreamInsert(ctx context.Context, d *trove.Dream) error
+	// DreamGet returns a dream of workspaceID ("" for any workspace), or
+	// ENOTFOUND.
+	DreamGet(ctx context.Context, workspaceID, id string) (*trove.Dream, error)
+	// DreamLock is DreamGet that also serializes every other DreamLock of
+	// the same dream until this transaction ends (SELECT … FOR UPDATE).
+	DreamLock(ctx context.Context, workspaceID, id string) (*trove.Dream, error)
+	// DreamUpdate replaces every mutable column of d.ID: status, output
+	// store, session, usage, error, ended_at, archived_at, lease owner and
+	// expiry, attempts.
+	DreamUpdate(ctx context.Context, d *trove.Dream) error
+	// DreamList lists a workspace's dreams by (created_at, id) descending
+	// with the filters of p.
+	DreamList(ctx context.Context, p DreamListParams) ([]trove.Dream, error)
+	// DreamInPlaceBusy reports whether a dream with output behaviour
+	// update_existing on storeID is pending or running, or still holds a
+	// lease that has not expired at now (its runner has not fully stopped).
+	DreamInPlaceBusy(ctx context.Context, storeID string, now time.Time) (bool, error)
+	// DreamClaim takes the lease of one claimable dream, the oldest first:
+	// pending with no lease, or any status with a lease expired at now
+	// (a dead runner's). It sets LeaseOwner to owner, LeaseExpiresAt to
+	// until, adds one to Attempts, and returns the dream; ENOTFOUND when
+	// none is claimable. Two concurrent claims never take the same dream
+	// (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: a conditional UPDATE).
+	DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error)
+}
+
+// EventListParams filters EventList.
+type EventListParams struct {
+	SessionID string
+	AfterSeq  int64
+	Limit     int
+}
+
+// DreamListParams filters DreamList.
+type DreamListParams struct {
+	WorkspaceID     string
+	Statuses        []trove.DreamStatus // empty: any
+	CreatedAfter    *time.Time          // exclusive
+	CreatedBefore   *time.Time          // exclusive
+	IncludeArchived bool
+	Before          *Position
+	Limit           int
 }
 
 // StoreListParams filters StoreList.

@@ -60,6 +60,10 @@ var tests = []struct {
 	{"Sessions", testSessions},
 	{"SessionValidation", testSessionValidation},
 	{"SessionPrincipal", testSessionPrincipal},
+	// Session transcripts (events.go)
+	{"Events", testEvents},
+	// Dreams (dreams.go)
+	{"Dreams", testDreams},
 	// Directories (directories.go)
 	{"DirRename", testDirRename},
 	{"DirRenameNested", testDirRenameNested},

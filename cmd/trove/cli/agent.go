@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,11 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/memtool"
 	"github.com/trovehq/trove/memtool/claude"
+	"github.com/trovehq/trove/sessionrun"
 )
 
 func newAgentCmd(e *env) *cobra.Command {
@@ -37,7 +41,12 @@ With --expire-after (--root only), files not read for that long are deleted
 before the first request and again after the run, one "[expire] deleted
 PATH" line each on standard error.
 
-Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
+Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).
+
+Run inside a session on a server (trove session run sets
+TROVE_SESSION_EVENTS_URL, TROVE_SESSION_ID and the session's TROVE_API_KEY),
+the agent records its whole conversation in the session's transcript, where
+a dream can read it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 				return &exitError{code: 2, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
@@ -80,6 +89,10 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 				return fmt.Errorf("agent: %w", err)
 			}
 			var stderrMu sync.Mutex
+			rec := sessionRecorder(e)
+			if rec != nil {
+				rec.Prompt(e.ctx, args[0])
+			}
 			client := anthropic.NewClient() // reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
 			r := &claude.Runner{
 				Client:   &client,
@@ -88,6 +101,9 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 				MaxTurns: maxTurns,
 				System:   system,
 				OnMessage: func(m *anthropic.Message) {
+					if rec != nil {
+						rec.Message(e.ctx, m)
+					}
 					for _, b := range m.Content {
 						if b.Type == "text" {
 							fmt.Fprintln(e.stdout, b.AsText().Text)
@@ -95,6 +111,9 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 					}
 				},
 				OnToolResult: func(u anthropic.ToolUseBlock, res memtool.Result) {
+					if rec != nil {
+						rec.ToolResult(e.ctx, u, res)
+					}
 					status := "ok"
 					if res.IsError {
 						status = "error: " + firstLine(res.Text())
@@ -106,6 +125,9 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 				},
 			}
 			_, _, err := r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
+			if rec != nil && rec.Err() != nil {
+				fmt.Fprintf(e.stderr, "trove: the conversation was not fully recorded in session %s: %s\n", os.Getenv("TROVE_SESSION_ID"), trove.ErrorMessage(rec.Err()))
+			}
 			if errors.Is(err, claude.ErrMaxTurns) {
 				err = fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
 			} else if err != nil {
@@ -126,6 +148,25 @@ Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).`,
 	cmd.Flags().StringVar(&system, "system", "", "optional system prompt")
 	guards.register(cmd)
 	return cmd
+}
+
+// sessionRecorder returns a recorder of the conversation into the session
+// trove session run started this agent in (TROVE_SESSION_EVENTS_URL, with
+// TROVE_SESSION_ID and the session's TROVE_API_KEY), or nil outside one.
+func sessionRecorder(e *env) *claude.Recorder {
+	url, id, key := os.Getenv(sessionrun.EventsURLEnv), os.Getenv("TROVE_SESSION_ID"), os.Getenv("TROVE_API_KEY")
+	if url == "" || id == "" || key == "" {
+		return nil
+	}
+	base, ok := strings.CutSuffix(url, "/trove/v1/sessions/"+id+"/events")
+	if !ok {
+		fmt.Fprintf(e.stderr, "trove: %s=%s is not session %s's events endpoint; the conversation is not recorded\n", sessionrun.EventsURLEnv, url, id)
+		return nil
+	}
+	c := httpapi.NewClient(base, key)
+	return &claude.Recorder{Append: func(ctx context.Context, evs []trove.NewSessionEvent) ([]trove.SessionEvent, error) {
+		return c.AppendEvents(ctx, id, evs)
+	}}
 }
 
 // describeCall renders a memory tool input briefly, e.g. "view /memories".

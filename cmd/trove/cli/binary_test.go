@@ -26,10 +26,10 @@ func buildTrove(t *testing.T) string {
 
 // startServeProcess starts `bin serve` on a free loopback port over the SQLite
 // database in data and returns the process and its URL once it listens.
-// The caller kills or stops the process.
-func startServeProcess(t *testing.T, bin, data string) (*exec.Cmd, string) {
+// The caller kills or stops the process. extra are more serve flags.
+func startServeProcess(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = append(os.Environ(), "TROVE_DATA=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -64,6 +64,15 @@ func (k *conn) sessions() (trove.SessionService, error) {
 	return ss, nil
 }
 
+// dreams returns the dream service of the target.
+func (k *conn) dreams() (trove.DreamService, error) {
+	ds, ok := k.svc.(trove.DreamService)
+	if !ok {
+		return nil, fmt.Errorf("this target has no dreams")
+	}
+	return ds, nil
+}
+
 // store resolves a store by ID (memstore_…) or exact name, archived ones
 // included: ENOTFOUND when there is none, EINVALID when a name is
 // ambiguous.

@@ -39,6 +39,7 @@ func commands(e *env) []*cobra.Command {
 		newMemoriesCmd(e),
 		newVersionsCmd(e),
 		newSessionsCmd(e),
+		newDreamsCmd(e),
 		newKeysCmd(e),
 		newMigrateCmd(e),
 		newToolCmd(e),

@@ -18,6 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/claudetest"
 	"github.com/trovehq/trove/internal/pgtest"
 )
 
@@ -50,6 +51,9 @@ func (r pgtestRun) Run() int { return pgtest.Main(r.m) }
 //	api PATH              GET $SERVER/PATH with the key in $WORK/data/api_key and
 //	                      the beta header; the body, indented as -o json does,
 //	                      becomes stdout
+//	claude FILE           start a scripted Messages API (internal/claudetest)
+//	                      answering with the JSON list of turns in FILE; sets
+//	                      $CLAUDE_URL to its URL
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -66,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"capture": scriptCapture,
 			"mode":    scriptMode,
 			"api":     scriptAPI,
+			"claude":  scriptClaude,
 		},
 	})
 }
@@ -156,4 +161,15 @@ func scriptAPI(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(json.Indent(&out, bytes.TrimSpace(body), "", "  "))
 	out.WriteByte('\n')
 	ts.Stdout().Write(out.Bytes())
+}
+
+func scriptClaude(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: claude FILE")
+	}
+	var turns []claudetest.Turn
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &turns))
+	srv := claudetest.Start(turns...)
+	ts.Defer(srv.Close)
+	ts.Setenv("CLAUDE_URL", srv.URL)
 }

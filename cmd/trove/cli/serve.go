@@ -39,6 +39,7 @@ type serveConfig struct {
 	timeouts                   httpapi.Timeouts // every field positive (checkTimeouts)
 	limits                     trove.Limits     // every field set and valid (resolveLimits)
 	db                         dbOptions        // resolved by resolveDBOptions
+	dreams                     dreamConfig
 }
 
 // The PostgreSQL pool flags and their environment variables.
@@ -200,6 +201,13 @@ reading holds at most one response), and a keep-alive connection waits
 client disconnects. HTTP/1.1 and unencrypted HTTP/2 (prior knowledge) are
 served on the same port.
 
+Dreams (/v1/dreams, docs/dreams.md): this server runs queued dreams with the
+Messages API key of --anthropic-api-key or ANTHROPIC_API_KEY (and
+--anthropic-base-url or ANTHROPIC_BASE_URL for a gateway). Without a key it
+logs a warning at start and every dream fails with model_not_configured; give
+--dream-workers 0 to a node without a key when other nodes have one. A dream
+held by a node that dies is failed (runner_lost) once its --dream-lease ends.
+
 PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
 environment variables) win over the URL's pool_max_conns and connect_timeout,
 which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
@@ -214,6 +222,9 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 				return err
 			}
 			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbConnectTimeout); err != nil {
+				return err
+			}
+			if err := c.dreams.check(); err != nil {
 				return err
 			}
 			return runServe(e, c)
@@ -236,6 +247,7 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 		f.IntVar(lf.field(&c.limits), lf.name, *lf.field(&c.limits), lf.help+" (env "+lf.env+")")
 	}
 	f.DurationVar(&c.limits.VersionRetention, retentionFlag, c.limits.VersionRetention, "delete versions older than this, except each live memory's current one (env "+retentionEnv+")")
+	addDreamFlags(f, &c.dreams)
 	return cmd
 }
 
@@ -278,6 +290,8 @@ func runServe(e *env, c serveConfig) error {
 	handler := httpapi.NewServer(httpapi.Config{
 		Services: b.svc,
 		Sessions: b.svc,
+		Events:   b.svc,
+		Dreams:   b.svc,
 		Auth:     b.svc,
 		Logger:   log,
 		// Room for a maximal memory with every byte JSON-escaped.
@@ -305,6 +319,12 @@ func runServe(e *env, c serveConfig) error {
 		pc := pg.Pool().Config()
 		log.Info("postgres pool", "max_conns", pc.MaxConns, "connect_timeout", pc.ConnConfig.ConnectTimeout)
 	}
+
+	stopDreams, err := startDreams(c.dreams, b.svc, log)
+	if err != nil {
+		return err
+	}
+	defer stopDreams() // before b.close: the runner records how its dreams ended
 
 	retCtx, stopRetention := context.WithCancel(context.Background())
 	retDone := make(chan struct{})

@@ -129,6 +129,9 @@ type cliSession struct {
 	*trove.Session
 	// Token is the session's own credential.
 	Token string
+	// ServerURL is the server the session lives on, "" for a local
+	// database.
+	ServerURL string
 	// Services act with the session's credential: a client holding Token
 	// for a server, the local services otherwise.
 	Services trove.Services
@@ -219,6 +222,7 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 	}
 	if sf.t.remote() {
 		cs.Services = httpapi.NewClient(sf.t.url, token)
+		cs.ServerURL = sf.t.url
 		cs.Principal = &trove.Principal{WorkspaceID: sess.WorkspaceID, Actor: trove.Actor{Type: trove.ActorSession, SessionID: sess.ID}}
 	} else {
 		auth, ok := svc.(trove.Authenticator)
@@ -244,7 +248,7 @@ func runSession(e *env, cmd *cobra.Command, sf *storeFlags, o sessionOpts, mnt s
 		state = filepath.Join(stateHome(), "trove", "sessions", sess.ID)
 	}
 	err = sessionrun.Run(e.ctx, sessionrun.Config{
-		Session: sess.Session, Token: sess.Token, Services: sess.Services, Principal: sess.Principal, End: sess.End,
+		Session: sess.Session, Token: sess.Token, ServerURL: sess.ServerURL, Services: sess.Services, Principal: sess.Principal, End: sess.End,
 		Mounter: mnt, Root: o.root, StateDir: state, Interval: o.interval, Logger: cliLogger(e.stderr, o.verbose),
 		Command: o.args, Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
 	})

@@ -151,7 +151,7 @@ func newSessionsCmd(e *env) *cobra.Command {
 	end := one("end", "End a session: its credential stops working (idempotent)", func(k *conn, ss trove.SessionService, id string) (*trove.Session, error) {
 		return ss.EndSession(k.ctx, id)
 	})
-	cmd.AddCommand(list, create, get, end)
+	cmd.AddCommand(list, create, get, end, newSessionEventsCmd(c))
 	return cmd
 }
 

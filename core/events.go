@@ -1,0 +1,167 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+)
+
+var _ trove.EventService = (*Service)(nil)
+
+// kindEvent is the cursor kind of a transcript listing: the last Seq seen.
+const kindEvent = "e"
+
+// AppendEvents appends events to a session's transcript in one transaction
+// (all or none) and returns them as stored, numbered after the session's
+// last event. Each body must be a JSON object; its "id", "type" and
+// "processed_at" members are dropped (the server sets them) and the rest is
+// kept compacted. Events are attributed to the caller's actor.
+//
+// A session credential may append to its own session only (EFORBIDDEN); a
+// workspace key to any session of its workspace. EINVALID for no events or
+// more than MaxEventsPerAppend, an unknown type, a body that is not a JSON
+// object or not UTF-8, a body over MaxEventBytes, an ended session, or a
+// transcript that would pass MaxSessionEvents events or
+// MaxSessionEventBytes bytes; ENOTFOUND for an unknown session.
+func (s *Service) AppendEvents(ctx context.Context, sessionID string, events []trove.NewSessionEvent) ([]trove.SessionEvent, error) {
+	pr, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pr.Session != nil && pr.Session.SessionID != sessionID {
+		return nil, trove.Errorf(trove.EFORBIDDEN, "a session credential can only append to its own session's events")
+	}
+	if len(events) == 0 {
+		return nil, trove.Errorf(trove.EINVALID, "events must hold at least one event")
+	}
+	if len(events) > s.limits.MaxEventsPerAppend {
+		return nil, trove.Errorf(trove.EINVALID, "at most %d events can be appended at once, got %d", s.limits.MaxEventsPerAppend, len(events))
+	}
+	bodies := make([]string, len(events))
+	var total int64
+	for i, e := range events {
+		if !slices.Contains(trove.EventTypes, e.Type) {
+			return nil, trove.Errorf(trove.EINVALID, "events[%d].type must be one of %v, got %q", i, trove.EventTypes, e.Type)
+		}
+		b, err := s.eventBody(e.Body)
+		if err != nil {
+			return nil, trove.Errorf(trove.EINVALID, "events[%d]: %s", i, trove.ErrorMessage(err))
+		}
+		bodies[i] = b
+		total += int64(len(b))
+	}
+	var out []trove.SessionEvent
+	err = s.write(ctx, "AppendEvents", func(tx storage.Tx) error {
+		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)
+		if err != nil {
+			return err
+		}
+		if se.EndedAt != nil {
+			return trove.Errorf(trove.EINVALID, "session %s has ended; its transcript is closed", sessionID)
+		}
+		n, bytes, err := tx.EventStats(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		if n+len(events) > s.limits.MaxSessionEvents {
+			return trove.Errorf(trove.EINVALID, "a session's transcript holds at most %d events; it has %d and %d more were sent", s.limits.MaxSessionEvents, n, len(events))
+		}
+		if bytes+total > s.limits.MaxSessionEventBytes {
+			return trove.Errorf(trove.EINVALID, "a session's transcript holds at most %d bytes; it has %d and %d more were sent", s.limits.MaxSessionEventBytes, bytes, total)
+		}
+		now := s.now()
+		out = make([]trove.SessionEvent, len(events))
+		for i, e := range events {
+			out[i] = trove.SessionEvent{
+				ID:          trove.NewID(trove.PrefixEvent, now),
+				SessionID:   sessionID,
+				Seq:         int64(n + i + 1),
+				Type:        e.Type,
+				Body:        bodies[i],
+				CreatedBy:   pr.Actor,
+				ProcessedAt: now,
+			}
+		}
+		return tx.EventInsert(ctx, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eventBody checks and normalizes one event body: a JSON object ("" means
+// {}) without the members the server sets, compacted, within MaxEventBytes.
+func (s *Service) eventBody(body string) (string, error) {
+	if body == "" {
+		return "{}", nil
+	}
+	if len(body) > 2*s.limits.MaxEventBytes || !utf8.ValidString(body) {
+		return "", trove.Errorf(trove.EINVALID, "the event must be valid UTF-8 JSON of at most %d bytes", s.limits.MaxEventBytes)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &m); err != nil || m == nil {
+		return "", trove.Errorf(trove.EINVALID, "the event must be a JSON object")
+	}
+	delete(m, "id")
+	delete(m, "type")
+	delete(m, "processed_at")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", trove.Errorf(trove.EINVALID, "the event must be a JSON object")
+	}
+	if len(b) > s.limits.MaxEventBytes {
+		return "", trove.Errorf(trove.EINVALID, "the event is %d bytes; at most %d are allowed", len(b), s.limits.MaxEventBytes)
+	}
+	return string(b), nil
+}
+
+// ListEvents pages a session's transcript oldest first. A session
+// credential may read its own session only (EFORBIDDEN). EINVALID for a
+// bad limit or cursor; ENOTFOUND for an unknown session.
+func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.ListEventsParams) (*trove.Page[trove.SessionEvent], error) {
+	pr, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pr.Session != nil && pr.Session.SessionID != sessionID {
+		return nil, trove.Errorf(trove.EFORBIDDEN, "a session credential can only read its own session's events")
+	}
+	limit, err := s.checkLimit(p.Limit, trove.ViewBasic)
+	if err != nil {
+		return nil, err
+	}
+	var after int64
+	if p.Cursor != "" {
+		c, err := decodeCursor(p.Cursor, kindEvent)
+		if err != nil {
+			return nil, err
+		}
+		after, err = strconv.ParseInt(c.I, 10, 64)
+		if err != nil || after < 0 {
+			return nil, errBadCursor()
+		}
+	}
+	var rows []trove.SessionEvent
+	err = s.read(ctx, "ListEvents", func(tx storage.Tx) error {
+		if _, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID); err != nil {
+			return err
+		}
+		rows, err = tx.EventList(ctx, storage.EventListParams{SessionID: sessionID, AfterSeq: after, Limit: limit + 1})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	page := &trove.Page[trove.SessionEvent]{Data: rows}
+	if len(rows) > limit {
+		page.Data = rows[:limit]
+		page.NextPage = encodeCursor(cursorJSON{K: kindEvent, I: strconv.FormatInt(rows[limit-1].Seq, 10)})
+	}
+	return page, nil
+}

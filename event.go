@@ -1,0 +1,71 @@
+package trove
+
+import (
+	"context"
+	"time"
+)
+
+// Session event types a transcript accepts: the Managed Agents session
+// event shapes for messages, tool uses and tool results, so a transcript can
+// be served by a later /v1/sessions without conversion.
+const (
+	EventUserMessage          = "user.message"
+	EventAgentMessage         = "agent.message"
+	EventAgentThinking        = "agent.thinking"
+	EventAgentToolUse         = "agent.tool_use"
+	EventAgentToolResult      = "agent.tool_result"
+	EventAgentCustomToolUse   = "agent.custom_tool_use"
+	EventUserCustomToolResult = "user.custom_tool_result"
+)
+
+// EventTypes lists the accepted session event types.
+var EventTypes = []string{
+	EventUserMessage, EventAgentMessage, EventAgentThinking, EventAgentToolUse,
+	EventAgentToolResult, EventAgentCustomToolUse, EventUserCustomToolResult,
+}
+
+// SessionEvent is one entry of a session's transcript (its event log).
+// Events are immutable once appended.
+type SessionEvent struct {
+	ID        string // sevt_…
+	SessionID string
+	Seq       int64  // 1, 2, 3… in append order within the session
+	Type      string // one of EventTypes
+	// Body is the event as a JSON object, in the Managed Agents event
+	// shape, without its "id", "type" and "processed_at" members (the
+	// server sets those).
+	Body        string
+	CreatedBy   Actor
+	ProcessedAt time.Time
+}
+
+// NewSessionEvent is one event to append: its type and its other members
+// as a JSON object ("{}" or "" for none). "id" and "processed_at" members
+// are ignored; the server assigns them.
+type NewSessionEvent struct {
+	Type string
+	Body string
+}
+
+// ListEventsParams pages a transcript in append order (oldest first).
+type ListEventsParams struct {
+	Limit  int // 0 means the default (20)
+	Cursor string
+}
+
+// EventService keeps session transcripts.
+type EventService interface {
+	// AppendEvents appends events to a session's transcript, all or none,
+	// and returns them as stored. A session credential may append to its
+	// own session only (EFORBIDDEN otherwise); a workspace API key to any
+	// session of its workspace that has not ended. EINVALID for an unknown
+	// type, a body that is not a JSON object, an event over
+	// Limits.MaxEventBytes, more than Limits.MaxEventsPerAppend events, an
+	// ended session, or a transcript that would exceed
+	// Limits.MaxSessionEvents or Limits.MaxSessionEventBytes; ENOTFOUND
+	// for an unknown session.
+	AppendEvents(ctx context.Context, sessionID string, events []NewSessionEvent) ([]SessionEvent, error)
+	// ListEvents pages a session's transcript oldest first. A session
+	// credential may read its own session only.
+	ListEvents(ctx context.Context, sessionID string, p ListEventsParams) (*Page[SessionEvent], error)
+}

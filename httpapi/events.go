@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	stdjson "encoding/json"
+	"net/http"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/trovehq/trove"
+)
+
+// Session transcripts: /trove/v1/sessions/{session_id}/events. An event is
+// a JSON object in the Managed Agents session event shape ("type" plus the
+// type's members); the server sets "id" and "processed_at".
+
+type wireAppendEvents struct {
+	Events []jsontext.Value `json:"events"`
+}
+
+// eventToWire renders e as its JSON object: the stored members plus id,
+// type and processed_at.
+func eventToWire(e *trove.SessionEvent) map[string]stdjson.RawMessage {
+	m := map[string]stdjson.RawMessage{}
+	_ = stdjson.Unmarshal([]byte(e.Body), &m) // core stored a JSON object
+	if m == nil {
+		m = map[string]stdjson.RawMessage{}
+	}
+	put := func(k, v string) {
+		b, _ := stdjson.Marshal(v)
+		m[k] = b
+	}
+	put("id", e.ID)
+	put("type", e.Type)
+	put("processed_at", formatTime(e.ProcessedAt))
+	return m
+}
+
+func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) error {
+	var body wireAppendEvents
+	if err := s.decodeBody(w, r, &body, false); err != nil {
+		return err
+	}
+	if body.Events == nil {
+		return trove.Errorf(trove.EINVALID, "events is required")
+	}
+	evs := make([]trove.NewSessionEvent, len(body.Events))
+	for i, raw := range body.Events {
+		if raw.Kind() != '{' {
+			return trove.Errorf(trove.EINVALID, "events[%d] must be a JSON object", i)
+		}
+		var head struct {
+			Type *string `json:"type"`
+		}
+		if err := stdjson.Unmarshal(raw, &head); err != nil || head.Type == nil {
+			return trove.Errorf(trove.EINVALID, "events[%d].type is required and must be a string", i)
+		}
+		evs[i] = trove.NewSessionEvent{Type: *head.Type, Body: string(raw)}
+	}
+	out, err := s.events.AppendEvents(r.Context(), r.PathValue("session_id"), evs)
+	if err != nil {
+		return err
+	}
+	data := make([]map[string]stdjson.RawMessage, len(out))
+	for i := range out {
+		data[i] = eventToWire(&out[i])
+	}
+	return s.ok(w, map[string]any{"data": data})
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := queryLimit(q)
+	if err != nil {
+		return err
+	}
+	page, err := s.events.ListEvents(r.Context(), r.PathValue("session_id"), trove.ListEventsParams{Limit: limit, Cursor: q.Get("page")})
+	if err != nil {
+		return err
+	}
+	out := wirePage[map[string]stdjson.RawMessage]{Data: make([]map[string]stdjson.RawMessage, len(page.Data)), NextPage: nextPage(page.NextPage)}
+	for i := range page.Data {
+		out.Data[i] = eventToWire(&page.Data[i])
+	}
+	return s.ok(w, &out)
+}
