@@ -52,12 +52,12 @@ type Options struct {
 // Service implements trove.Services, trove.SessionService and
 // trove.Authenticator over a storage.Driver.
 type Service struct {
-	db     storage.Driver
-	limits trove.Limits
-	clock  func() time.Time
-	log    *slog.Logger
-	authc  *authCache // nil when Options.AuthCacheTTL is 0
-	owners storeOwners
+	db         storage.Driver
+	limits     trove.Limits
+	clock      func() time.Time
+	log        *slog.Logger
+	authc      *authCache // nil when Options.AuthCacheTTL is 0
+	owners     storeOwners
 	feed       feedHub       // wakes the change feed's waiters
 	changePoll time.Duration // Options.ChangePoll with its default
 }
