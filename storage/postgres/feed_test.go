@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
@@ -115,4 +117,70 @@ func TestFeedTwoNodes(t *testing.T) {
 			t.Fatalf("change %d at position %d: the feed skipped or reordered (%v)", s, i, order)
 		}
 	}
+}
+
+// TestFeedTwoServeNodes: two `trove serve` processes on one schema; writes
+// go through both, alternately, while one follower streams from each node
+// (server-sent events through httpapi.Client): each sees every change
+// exactly once, in Seq order, whichever node committed it.
+func TestFeedTwoServeNodes(t *testing.T) {
+	t.Parallel()
+	testURL(t)
+	nodes := serveCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	clients := []*httpapi.Client{httpapi.NewClient(nodes[0].base, nodes[0].key), httpapi.NewClient(nodes[1].base, nodes[1].key)}
+	st, err := clients[0].CreateStore(ctx, trove.CreateStoreParams{Name: "feed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 80
+	type seen struct {
+		node int
+		seqs []int64
+		err  error
+	}
+	results := make(chan seen, 2)
+	up := make(chan struct{}, 10)
+	for n, c := range clients {
+		go func() {
+			var s []int64
+			done := errors.New("done")
+			err := c.FollowChanges(ctx, st.ID, 0, func(ch trove.Change) error {
+				s = append(s, ch.Seq)
+				if len(s) == total {
+					return done
+				}
+				return nil
+			}, func(ok bool) {
+				if ok {
+					up <- struct{}{}
+				}
+			})
+			if err == done {
+				err = nil
+			}
+			results <- seen{n, s, err}
+		}()
+	}
+	<-up
+	<-up
+	start := time.Now()
+	for i := range total {
+		if _, err := clients[i%2].CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/m%03d", i), Content: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("follower on node %d: %v after %d changes", r.node, r.err, len(r.seqs))
+		}
+		for i, s := range r.seqs {
+			if s != int64(i+1) {
+				t.Fatalf("node %d: position %d has seq %d: %v", r.node, i, s, r.seqs)
+			}
+		}
+	}
+	t.Logf("%d writes through two nodes, both followers complete after %v", total, time.Since(start))
 }
