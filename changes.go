@@ -47,6 +47,9 @@ type ChangeBatch struct {
 	// More is true when changes after Cursor existed when the page was
 	// read.
 	More bool
+	// Head is the store's newest Seq when the page was read: a follower
+	// that wants only what comes next starts after it.
+	Head int64
 }
 
 // ChangeService is a store's live change feed: every version the store

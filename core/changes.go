@@ -51,7 +51,7 @@ func (s *Service) ListChanges(ctx context.Context, storeID string, p trove.ListC
 	if err != nil {
 		return nil, err
 	}
-	out := &trove.ChangeBatch{Changes: make([]trove.Change, 0, min(len(rows), limit)), Cursor: max(head, p.After)}
+	out := &trove.ChangeBatch{Changes: make([]trove.Change, 0, min(len(rows), limit)), Cursor: max(head, p.After), Head: head}
 	if len(rows) > limit {
 		rows = rows[:limit]
 		out.More = true

@@ -20,7 +20,7 @@ import (
 //
 //	GET /trove/v1/memory_stores/{memory_store_id}/changes?after=SEQ&limit=N[&wait=DUR]
 //	    Accept: application/json (default)
-//	    → {"data": [change, …], "cursor": SEQ, "has_more": bool}
+//	    → {"data": [change, …], "cursor": SEQ, "has_more": bool, "head": SEQ}
 //	    With wait (seconds, or a Go duration such as "1500ms"; at most
 //	    MaxChangesWait) and nothing after `after` yet, the answer waits
 //	    until there is, or wait passes (then "data" is empty): a long poll.
@@ -64,6 +64,7 @@ type wireChangePage struct {
 	Data    []wireChange `json:"data"`
 	Cursor  int64        `json:"cursor"`
 	HasMore bool         `json:"has_more"`
+	Head    int64        `json:"head"`
 }
 
 func changeToWire(c *trove.Change) wireChange {
@@ -197,7 +198,7 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 			return werr
 		}
 	}
-	out := wireChangePage{Data: make([]wireChange, len(page.Changes)), Cursor: page.Cursor, HasMore: page.More}
+	out := wireChangePage{Data: make([]wireChange, len(page.Changes)), Cursor: page.Cursor, HasMore: page.More, Head: page.Head}
 	for i := range page.Changes {
 		out.Data[i] = changeToWire(&page.Changes[i])
 	}
@@ -352,7 +353,7 @@ func (c *Client) listChanges(ctx context.Context, storeID string, p trove.ListCh
 	if _, err := c.do(ctx, http.MethodGet, changesPath(storeID), q, nil, &out); err != nil {
 		return nil, changesErr(err)
 	}
-	b := &trove.ChangeBatch{Changes: make([]trove.Change, len(out.Data)), Cursor: out.Cursor, More: out.HasMore}
+	b := &trove.ChangeBatch{Changes: make([]trove.Change, len(out.Data)), Cursor: out.Cursor, More: out.HasMore, Head: out.Head}
 	for i := range out.Data {
 		b.Changes[i] = changeFromWire(&out.Data[i])
 	}

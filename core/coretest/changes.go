@@ -96,7 +96,7 @@ func testChanges(t *testing.T, open Opener) {
 	}
 	for _, after := range []int64{5, 99} {
 		bt, err := e.svc.ListChanges(e.ctx, s.ID, trove.ListChangesParams{After: after})
-		if err != nil || len(bt.Changes) != 0 || bt.More || bt.Cursor != after {
+		if err != nil || len(bt.Changes) != 0 || bt.More || bt.Cursor != after || bt.Head != 5 {
 			t.Fatalf("after %d: %+v, %v", after, bt, err)
 		}
 	}
