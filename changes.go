@@ -61,7 +61,8 @@ type ChangeService interface {
 	// ListChanges returns the changes after p.After.
 	ListChanges(ctx context.Context, storeID string, p ListChangesParams) (*ChangeBatch, error)
 	// WaitChanges blocks until the store's history goes past after and
-	// returns its newest Seq then (at once when it already has). When ctx
+	// returns a Seq above after that the store has reached (core: its
+	// newest; at once when it already has). When ctx
 	// ends first it returns ctx's error as is (context.Canceled or
 	// context.DeadlineExceeded), so a caller can tell "no change yet" from
 	// a failure; ENOTFOUND when the store does not exist or is not
