@@ -198,6 +198,19 @@ func TestMountStaleness(t *testing.T) {
 				_, err := os.Stat(filepath.Join(root, "new.md"))
 				return errors.Is(err, os.ErrNotExist)
 			})
+
+			// The last memory below dir/ goes: so does the directory.
+			if _, err := os.Stat(filepath.Join(root, "dir")); err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			if err := be.Services.DeleteMemory(ctx, st.ID, a.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			see("a directory emptied remotely", start, func() bool {
+				_, err := os.Stat(filepath.Join(root, "dir"))
+				return errors.Is(err, os.ErrNotExist)
+			})
 		})
 	}
 }

@@ -41,8 +41,9 @@ func (f *FS) Live() bool {
 // GetMemory of the changed memory, unless the listing already shows the
 // change, as for this mount's own writes), and onChange, when not nil, is
 // called with the name of each entry whose content, attributes or
-// existence changed: the file's old and new names, and each new parent
-// directory's name. onChange("") means anything may have changed: it is
+// existence changed: the file's old and new names, and the names of the
+// directories above them when the file appeared, moved or went (they may
+// have appeared or gone with it). onChange("") means anything may have changed: it is
 // called when a feed connects (again), since changes made while it was
 // down were seen by the reloads only. onChange runs on Follow's
 // goroutines, without the FS's locks; it may call the FS.
@@ -134,7 +135,13 @@ func (s *store) applyChange(ctx context.Context, c trove.Change) []string {
 	}
 	var out []string
 	if known {
-		out = append(out, s.name(strings.TrimPrefix(old.Path, "/")))
+		rel := strings.TrimPrefix(old.Path, "/")
+		out = append(out, s.name(rel))
+		if m == nil || m.Path != old.Path {
+			for d := parentOf(rel); d != ""; d = parentOf(d) {
+				out = append(out, s.name(d)) // a directory that may be gone
+			}
+		}
 	}
 	if m != nil && (!known || m.Path != old.Path || m.SHA256 != old.SHA256) {
 		rel := strings.TrimPrefix(m.Path, "/")
