@@ -44,17 +44,22 @@ type Options struct {
 	// keys revoke, another node) takes effect here at most AuthCacheTTL
 	// later. 0 reads the credential on every Authenticate.
 	AuthCacheTTL time.Duration
+	// ChangePoll is how often WaitChanges re-reads a store it is waiting
+	// on, for commits nothing notified it of; 0 means DefaultChangePoll.
+	ChangePoll time.Duration
 }
 
 // Service implements trove.Services, trove.SessionService and
 // trove.Authenticator over a storage.Driver.
 type Service struct {
-	db     storage.Driver
-	limits trove.Limits
-	clock  func() time.Time
-	log    *slog.Logger
-	authc  *authCache // nil when Options.AuthCacheTTL is 0
-	owners storeOwners
+	db         storage.Driver
+	limits     trove.Limits
+	clock      func() time.Time
+	log        *slog.Logger
+	authc      *authCache // nil when Options.AuthCacheTTL is 0
+	owners     storeOwners
+	feed       feedHub       // wakes the change feed's waiters
+	changePoll time.Duration // Options.ChangePoll with its default
 }
 
 var (
@@ -72,6 +77,13 @@ func New(d storage.Driver, o Options) *Service {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.changePoll = o.ChangePoll
+	if s.changePoll <= 0 {
+		s.changePoll = DefaultChangePoll
+	}
+	if vn, ok := d.(storage.VersionNotifier); ok {
+		vn.NotifyVersions(s.feed.notify)
 	}
 	return s
 }

@@ -53,7 +53,7 @@ func (s *Service) RenameDirectory(ctx context.Context, storeID string, p trove.R
 		return nil, err
 	}
 	var out []trove.Memory
-	err = s.write(ctx, "RenameDirectory", func(tx storage.Tx) error {
+	err = s.writeStore(ctx, "RenameDirectory", storeID, func(tx storage.Tx) error {
 		out = nil // fn may be rerun
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
 		if err != nil {
@@ -147,7 +147,7 @@ func (s *Service) DeleteDirectory(ctx context.Context, storeID string, p trove.D
 		return nil, err
 	}
 	var out []trove.Memory
-	err = s.write(ctx, "DeleteDirectory", func(tx storage.Tx) error {
+	err = s.writeStore(ctx, "DeleteDirectory", storeID, func(tx storage.Tx) error {
 		out = nil // fn may be rerun
 		if _, err := s.lockWritableStore(ctx, tx, pr, storeID); err != nil {
 			return err

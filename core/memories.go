@@ -38,7 +38,7 @@ func (s *Service) CreateMemory(ctx context.Context, storeID string, p trove.Crea
 	// committer (SQLite), where every microsecond delays the whole group.
 	contentSHA := sha256Hex(p.Content)
 	var out *trove.Memory
-	err = s.write(ctx, "CreateMemory", func(tx storage.Tx) error {
+	err = s.writeStore(ctx, "CreateMemory", storeID, func(tx storage.Tx) error {
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
 		if err != nil {
 			return err
@@ -171,7 +171,7 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 		contentSHA = sha256Hex(*p.Content)
 	}
 	var out *trove.Memory
-	err = s.write(ctx, "UpdateMemory", func(tx storage.Tx) error {
+	err = s.writeStore(ctx, "UpdateMemory", storeID, func(tx storage.Tx) error {
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func (s *Service) DeleteMemory(ctx context.Context, storeID, memoryID, expectedS
 	if err := checkWritable(pr, storeID); err != nil {
 		return err
 	}
-	return s.write(ctx, "DeleteMemory", func(tx storage.Tx) error {
+	return s.writeStore(ctx, "DeleteMemory", storeID, func(tx storage.Tx) error {
 		if _, err := s.lockWritableStore(ctx, tx, pr, storeID); err != nil {
 			return err
 		}

@@ -281,7 +281,7 @@ func (s *Service) DeleteStore(ctx context.Context, storeID string) error {
 	if err := notSession(pr, "delete memory stores"); err != nil {
 		return err
 	}
-	return s.write(ctx, "DeleteStore", func(tx storage.Tx) error {
+	return s.writeStore(ctx, "DeleteStore", storeID, func(tx storage.Tx) error {
 		if _, err := tx.StoreLock(ctx, pr.WorkspaceID, storeID); err != nil {
 			return err
 		}

@@ -3,10 +3,18 @@
 // vfs by path (the inode's path from the mount root), and ToErrno is the one
 // place where vfs errors become errno values.
 //
-// The kernel caches entries, attributes and failed lookups for the vfs
-// refresh bound (vfs.FS.Refresh), so another writer's change is visible
-// through the mount within about twice that bound. A new file the vfs drops
-// (its content refused at close or fsync) leaves the kernel's caches at once.
+// When the services offer the change feed (trove.ChangeService) the mount
+// follows it (vfs.FS.Follow): each remote change updates the listing and
+// drops the kernel's cached entry, attributes and pages of the names it
+// touched (FUSE notify calls), so another writer's change is visible
+// through the mount within the feed's latency, while everything unchanged
+// stays cached: entries and attributes for Options.LiveTimeout, file pages
+// across opens (FOPEN_KEEP_CACHE while the file's content hash is the one
+// the pages were read with). Without a live feed the kernel caches
+// entries, attributes and failed lookups for the vfs refresh bound
+// (vfs.FS.Refresh), so a change is visible within about twice that
+// bound. A new file the vfs drops (its content refused at close or fsync)
+// leaves the kernel's caches at once.
 //
 // Mounting needs Linux (/dev/fuse) or macOS (macFUSE); elsewhere Mount fails
 // with ErrUnavailable, and ToErrno and Options still build for the callers
@@ -61,11 +69,23 @@ func ToErrno(err error) syscall.Errno {
 	}
 }
 
+// DefaultLiveTimeout is Options.LiveTimeout's default.
+const DefaultLiveTimeout = time.Minute
+
 // Options configure a mount.
 type Options struct {
 	// Timeout is the kernel's entry, attribute and negative-lookup cache
-	// time; 0 means the vfs refresh bound.
+	// time; 0 means the vfs refresh bound, or LiveTimeout while the
+	// change feed is live.
 	Timeout time.Duration
+	// LiveTimeout is the kernel's cache time while every store's change
+	// feed is live (vfs.FS.Live) and Timeout is 0: the feed's events
+	// invalidate what changed, so this only bounds how long an entry
+	// lives if an event were lost. 0 means DefaultLiveTimeout.
+	LiveTimeout time.Duration
+	// NoFollow leaves the change feed alone: the kernel caches for Timeout
+	// (or the refresh bound) and the vfs reloads listings by age.
+	NoFollow bool
 	// AllowOther lets users other than the mounting one use the mount
 	// (needs user_allow_other in /etc/fuse.conf unless root).
 	AllowOther bool

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,8 +23,27 @@ import (
 
 // Server is a live mount.
 type Server struct {
-	dir string
-	srv *fuse.Server
+	dir  string
+	srv  *fuse.Server
+	root *node
+	stop context.CancelFunc // ends Follow; nil when not following
+	done chan struct{}      // closed when Follow has returned
+}
+
+// mount is what every node of one mount shares.
+type mount struct {
+	v    *vfs.FS
+	log  *slog.Logger
+	base time.Duration // kernel cache time without a live feed
+	live time.Duration // kernel cache time while every store's feed is live
+}
+
+// ttl is how long the kernel may cache an entry or attributes given now.
+func (m *mount) ttl() time.Duration {
+	if m.live > 0 && m.v.Live() {
+		return m.live
+	}
+	return m.base
 }
 
 // Mount mounts v at dir (an existing empty directory) and returns once the
@@ -36,7 +57,14 @@ func Mount(dir string, v *vfs.FS, opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	root := &node{v: v, log: log}
+	m := &mount{v: v, log: log, base: timeout}
+	if opts.Timeout <= 0 && !opts.NoFollow && v.CanFollow() {
+		m.live = opts.LiveTimeout
+		if m.live <= 0 {
+			m.live = DefaultLiveTimeout
+		}
+	}
+	root := &node{v: v, log: log, m: m}
 	o := &fs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -59,11 +87,68 @@ func Mount(dir string, v *vfs.FS, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
 	}
-	return &Server{dir: dir, srv: srv}, nil
+	out := &Server{dir: dir, srv: srv, root: root}
+	if !opts.NoFollow && v.CanFollow() {
+		ctx, cancel := context.WithCancel(context.Background())
+		out.stop, out.done = cancel, make(chan struct{})
+		go func() {
+			defer close(out.done)
+			_ = v.Follow(ctx, out.invalidate)
+		}()
+	}
+	return out, nil
+}
+
+// invalidate drops what the kernel caches about the vfs name (see
+// vfs.FS.Follow): a file's pages, attributes and directory entry; a
+// directory's attributes (never its entry: a directory dentry dropped
+// while it is a process's working directory breaks getcwd(3)); for a name
+// not in the kernel's tree, the (negative) entry of its first missing
+// component. "" drops everything known.
+func (s *Server) invalidate(name string) {
+	root := &s.root.Inode
+	if name == "" {
+		invalidateTree(root)
+		return
+	}
+	parent := root
+	for {
+		seg, rest, more := strings.Cut(name, "/")
+		c := parent.GetChild(seg)
+		switch {
+		case c == nil:
+			parent.NotifyEntry(seg)
+			return
+		case !more:
+			c.NotifyContent(0, 0)
+			if !c.IsDir() {
+				parent.NotifyEntry(seg)
+			}
+			return
+		}
+		parent, name = c, rest
+	}
+}
+
+// invalidateTree drops the kernel's pages, attributes and file entries of
+// everything below dir.
+func invalidateTree(dir *fs.Inode) {
+	for name, c := range dir.Children() {
+		c.NotifyContent(0, 0)
+		if c.IsDir() {
+			invalidateTree(c)
+		} else {
+			dir.NotifyEntry(name)
+		}
+	}
 }
 
 // Dir returns the mount point.
 func (s *Server) Dir() string { return s.dir }
+
+// Live reports whether the mount follows the change feed of every store
+// now (vfs.FS.Live): remote changes then show within the feed's latency.
+func (s *Server) Live() bool { return s.stop != nil && s.root.v.Live() }
 
 // Unmount unmounts the file system and waits for the serve loop to end. It
 // fails (EBUSY) while a process uses the mount; Unmount may be retried.
@@ -72,6 +157,10 @@ func (s *Server) Unmount() error {
 		return fmt.Errorf("fusefs: unmount %s: %w", s.dir, err)
 	}
 	s.srv.Wait()
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
 	return nil
 }
 
@@ -80,6 +169,10 @@ type node struct {
 	fs.Inode
 	v   *vfs.FS
 	log *slog.Logger
+	m   *mount
+
+	mu      sync.Mutex
+	pageSHA string // content hash of what the kernel's page cache holds ("" unknown)
 }
 
 var (
@@ -149,13 +242,20 @@ func stable(a vfs.Attr) fs.StableAttr {
 
 func (n *node) newChild(ctx context.Context, a vfs.Attr, out *fuse.EntryOut) *fs.Inode {
 	fillAttr(a, &out.Attr)
-	return n.NewInode(ctx, &node{v: n.v, log: n.log}, stable(a))
+	ttl := n.m.ttl()
+	out.SetEntryTimeout(ttl)
+	out.SetAttrTimeout(ttl)
+	return n.NewInode(ctx, &node{v: n.v, log: n.log, m: n.m}, stable(a))
 }
 
-// Lookup implements fs.NodeLookuper.
+// Lookup implements fs.NodeLookuper. Entries, attributes and misses are
+// cached by the kernel for the refresh bound, or, while the change feed is
+// live, for Options.LiveTimeout: the feed's events drop them earlier.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ttl := n.m.ttl()
 	a, err := n.v.Stat(ctx, n.child(name))
 	if err != nil {
+		out.SetEntryTimeout(ttl) // a miss
 		return nil, n.errno(err)
 	}
 	return n.newChild(ctx, a, out), 0
@@ -173,6 +273,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		a = vfs.Attr{Mode: 0o644, Size: h.h.Size(), Nlink: 0, ModTime: time.Now()}
 	}
 	fillAttr(a, &out.Attr)
+	out.SetTimeout(n.m.ttl())
 	return 0
 }
 
@@ -237,13 +338,33 @@ func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
 // handle is an open file.
 type handle struct{ h *vfs.Handle }
 
-// Open implements fs.NodeOpener.
+// Open implements fs.NodeOpener. The kernel keeps the file's page cache
+// from the last open (FOPEN_KEEP_CACHE) when the file shows the same store
+// content as when the cache was filled; a read-only open needs no flush at
+// close (FOPEN_NOFLUSH: the release ends it).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	h, err := n.v.Open(ctx, n.path(), int(flags))
 	if err != nil {
 		return nil, 0, n.errno(err)
 	}
-	return &handle{h}, 0, 0
+	var fl uint32
+	sha := h.CleanSHA()
+	n.mu.Lock()
+	switch {
+	case flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 || sha == "":
+		// Writes pass through the page cache: what it holds after them
+		// is known only once they are uploaded.
+		n.pageSHA = ""
+	case sha == n.pageSHA:
+		fl |= fuse.FOPEN_KEEP_CACHE
+	default:
+		n.pageSHA = sha // the kernel drops the old pages at this open
+	}
+	n.mu.Unlock()
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		fl |= fuse.FOPEN_NOFLUSH
+	}
+	return &handle{h}, fl, 0
 }
 
 // Create implements fs.NodeCreater.
@@ -280,6 +401,9 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 	if !ok {
 		return 0, syscall.EBADF
 	}
+	n.mu.Lock()
+	n.pageSHA = ""
+	n.mu.Unlock()
 	c, err := h.h.WriteAt(ctx, data, off)
 	return uint32(c), n.errno(err)
 }

@@ -137,6 +137,7 @@ type httpStatusError struct {
 	status       int
 	statusText   string
 	directories  bool // the answer carried directoriesHeader
+	changes      bool // the answer carried changesHeader
 }
 
 func (e *httpStatusError) Error() string {

@@ -22,7 +22,7 @@ func (s *Server) HTTPServer() *http.Server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           s,
 		Protocols:         &protos,
 		ReadHeaderTimeout: s.limits.ReadHeader,
@@ -32,7 +32,16 @@ func (s *Server) HTTPServer() *http.Server {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       log.New(errorLogWriter{s.log}, "", 0),
 	}
+	// Shutdown waits for in-flight requests; change streams never finish
+	// by themselves, so they end when it starts.
+	srv.RegisterOnShutdown(s.CloseStreams)
+	return srv
 }
+
+// CloseStreams ends every change stream (server-sent events) being served,
+// and every later one at once: their clients reconnect, to another server
+// or to this one restarted. HTTPServer's Shutdown calls it.
+func (s *Server) CloseStreams() { s.close() }
 
 // errorLogWriter is http.Server's ErrorLog: each line, redacted, as a Warn
 // record.

@@ -60,6 +60,13 @@ type Config struct {
 	// Timeouts bound how long a client may take to send a request and to
 	// read its response; zero fields get DefaultTimeouts' values.
 	Timeouts Timeouts
+	// Changes serves the change feed (/trove/v1/memory_stores/{id}/changes);
+	// nil means Services when it is a trove.ChangeService, else the
+	// endpoint answers 404.
+	Changes trove.ChangeService
+	// FeedHeartbeat is how often an idle change stream sends a comment
+	// line; 0 means DefaultFeedHeartbeat.
+	FeedHeartbeat time.Duration
 }
 
 // Timeouts bound the time a client may hold the server's resources. Every
@@ -121,6 +128,11 @@ type Server struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	routes  []string // "METHOD /pattern" of every route, for tests
+
+	changes   trove.ChangeService // nil: no feed
+	heartbeat time.Duration
+	closing   context.Context // done once the http.Server shuts down: streams end
+	close     context.CancelFunc
 }
 
 // routeKind says what a route requires before its handler runs.
@@ -163,6 +175,15 @@ func NewServer(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.changes = cfg.Changes
+	if s.changes == nil {
+		s.changes, _ = cfg.Services.(trove.ChangeService)
+	}
+	s.heartbeat = cfg.FeedHeartbeat
+	if s.heartbeat <= 0 {
+		s.heartbeat = DefaultFeedHeartbeat
+	}
+	s.closing, s.close = context.WithCancel(context.Background())
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -199,6 +220,7 @@ func NewServer(cfg Config) *Server {
 	add("POST", store+"/memory_versions/{memory_version_id}/redact", kindMemory, s.redactVersion)
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/rename", kindTrove, s.renameDirectory)
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/delete", kindTrove, s.deleteDirectory)
+	add("GET", "/trove/v1/memory_stores/{memory_store_id}/changes", kindTrove, s.listChanges)
 	if s.sess != nil {
 		add("POST", "/trove/v1/sessions", kindTrove, s.createSession)
 		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)

@@ -262,3 +262,18 @@ type Migrator interface {
 	// version the driver knows.
 	SchemaVersion(ctx context.Context) (have, known int, err error)
 }
+
+// VersionNotifier is implemented by drivers that can tell this process when
+// a commit made elsewhere (another process, another node) added versions
+// to a store; core uses it to wake the change feed's waiters at once
+// rather than at its next poll. Without it core still notices such commits
+// by polling.
+type VersionNotifier interface {
+	// NotifyVersions registers fn, called on a driver goroutine with the
+	// ID of a store whose history grew, once per committed transaction
+	// that added versions to it (possibly more often), whichever process
+	// made it. After a lost connection, when notifications may have been
+	// missed, fn is called with "" (any store may have changed). Delivery
+	// stops when the driver is closed. fn must not block.
+	NotifyVersions(fn func(storeID string))
+}

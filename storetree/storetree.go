@@ -193,6 +193,18 @@ func (t *Tree) Cached(p string) (trove.Memory, bool) {
 	return m, ok
 }
 
+// CachedByID returns the indexed memory with ID id (without content).
+func (t *Tree) CachedByID(id string) (trove.Memory, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.byID[id]
+	if !ok {
+		return trove.Memory{}, false
+	}
+	m, ok := t.byPath[p]
+	return m, ok
+}
+
 // Len returns the number of indexed memories.
 func (t *Tree) Len() int {
 	t.mu.Lock()

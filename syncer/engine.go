@@ -109,6 +109,9 @@ type Options struct {
 	FinalTimeout time.Duration
 	// NoWatch disables fsnotify in Run (periodic passes only).
 	NoWatch bool
+	// NoFeed makes Run ignore the store's change feed (trove.ChangeService)
+	// and pull remote changes on the Interval only.
+	NoFeed bool
 	// Limits are the store's limits (zero: trove.DefaultLimits()).
 	Limits trove.Limits
 	// Now is the clock for grace periods and conflict names (nil: time.Now).

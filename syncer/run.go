@@ -5,15 +5,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storetree"
 )
 
 // Run syncs until ctx is done: one pass at once, then a pass after file
 // system activity has been quiet for Debounce (fsnotify, every subdirectory
-// watched), and at least every Interval (a negative Interval disables the
-// timer). When ctx ends it runs a final pass (Flush: the delete grace period
+// watched), a pass as soon as the store changes when Services offers the
+// change feed (trove.ChangeService, followed from the store's head when
+// Run starts, so no change after that is missed), and every Interval
+// while the feed or the file watching is not working (a negative Interval
+// disables the timer). When ctx ends it runs a final pass (Flush: the delete grace period
 // is waived) bounded by FinalTimeout, with ctx's values (the principal), and
 // returns that pass's error. OnPass sees every pass.
 func (e *Engine) Run(ctx context.Context) error {
@@ -39,6 +46,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer t.Stop()
 		tick = t.C
 	}
+	remote, feedUp := e.followFeed(ctx)
 	pass := func() {
 		rep, err := e.Sync(ctx)
 		if w != nil {
@@ -82,8 +90,14 @@ loop:
 			e.log.Warn("file watching error", "err", err)
 		case <-debounce.C:
 			pass()
-		case <-tick:
+		case <-remote:
 			pass()
+		case <-tick:
+			// With the feed live and files watched, every change already
+			// triggers a pass; the interval is the fallback.
+			if !feedUp.Load() || w == nil {
+				pass()
+			}
 		}
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.o.FinalTimeout)
@@ -110,4 +124,39 @@ func watchTree(w *fsnotify.Watcher, dir string) {
 		}
 		return nil
 	})
+}
+
+// followFeed follows the store's change feed, when Services offers one and
+// NoFeed is not set, until ctx ends: remote receives a value (coalesced)
+// after each change, up says whether the feed is live. A store's own
+// history is read from its head at the call; a feed that is unavailable
+// or refuses leaves Run on the interval.
+func (e *Engine) followFeed(ctx context.Context) (remote <-chan struct{}, up *atomic.Bool) {
+	ch := make(chan struct{}, 1)
+	up = new(atomic.Bool)
+	cs, ok := e.o.Services.(trove.ChangeService)
+	if !ok || e.o.NoFeed {
+		return ch, up
+	}
+	head, err := storetree.FeedHead(ctx, cs, e.o.StoreID)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Info("change feed unavailable; pulling remote changes every interval", "err", err)
+		}
+		return ch, up
+	}
+	go func() {
+		err := storetree.Follow(ctx, cs, e.o.StoreID, head, func(trove.Change) error {
+			select {
+			case ch <- struct{}{}:
+			default: // a pass is already due
+			}
+			return nil
+		}, up.Store)
+		up.Store(false)
+		if ctx.Err() == nil {
+			e.log.Warn("change feed ended; pulling remote changes every interval", "err", err)
+		}
+	}()
+	return ch, up
 }

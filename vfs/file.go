@@ -325,6 +325,20 @@ func (h *Handle) Truncate(ctx context.Context, size int64) error {
 	return nil
 }
 
+// CleanSHA returns the SHA-256 of the store content the file shows, when
+// the file holds exactly that (no buffered change, not a new file), else
+// "". A kernel adapter keeps its page cache across opens while it stays
+// the same.
+func (h *Handle) CleanSHA() string {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dirty || n.id == "" || n.unlinked || n.failed != nil {
+		return ""
+	}
+	return n.baseSHA
+}
+
 // Size returns the current size of the file as this handle sees it.
 func (h *Handle) Size() int64 {
 	n := h.n

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -38,6 +39,7 @@ type store struct {
 	open     map[string]*node // rel path → open file (incl. not yet uploaded)
 	hidden   map[string]bool  // rel paths not listed because they cannot be local names, reported
 	refused  map[string]error // rel path → refusal at a close, for the next fsync
+	live     atomic.Bool      // the change feed is connected: the listing follows it (follow.go)
 }
 
 func newStore(f *FS, id, slug string, ro bool) *store {
@@ -98,7 +100,7 @@ func (s *store) implied(rel string) bool { return s.t.Implied(memPath(rel)) }
 // Called with s.mu held.
 func (s *store) fresh(ctx context.Context) error {
 	now := s.f.now()
-	if s.loaded && now.Sub(s.loadedAt) < s.bound() {
+	if s.loaded && (s.live.Load() || now.Sub(s.loadedAt) < s.bound()) {
 		return nil
 	}
 	if _, err := s.t.Reload(ctx); err != nil {

@@ -80,6 +80,10 @@ var tests = []struct {
 	{"ConcurrentLimit", testConcurrentLimit},
 	{"ConcurrentPrecondition", testConcurrentPrecondition},
 	{"ConcurrentMetadataMerge", testConcurrentMetadataMerge},
+	// Change feed (changes.go)
+	{"Changes", testChanges},
+	{"ChangesWait", testChangesWait},
+	{"ChangesScope", testChangesScope},
 }
 
 // Run is the service-level conformance suite: it runs every rule of core

@@ -66,11 +66,14 @@ type DB struct {
 	pool           *pgxpool.Pool
 	schema         string
 	acquireTimeout time.Duration
+	listen         listener // NotifyVersions' connection (listen.go)
 }
 
 var (
 	_ storage.Driver   = (*DB)(nil)
 	_ storage.Migrator = (*DB)(nil)
+
+	_ storage.VersionNotifier = (*DB)(nil)
 )
 
 // maxAttempts bounds how many times Write runs fn when PostgreSQL reports a
@@ -182,6 +185,7 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // Close closes every pooled connection. Calls in flight finish first.
 func (db *DB) Close() error {
+	db.stopListening()
 	db.pool.Close()
 	return nil
 }

@@ -51,10 +51,13 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	rbType, rbID := actorCols(v.RedactedBy)
 	err := t.queryRow(ctx, `WITH n AS (
 			INSERT INTO version_seqs (store_id, last) VALUES ($2, 1)
-			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1 RETURNING last)
+			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1 RETURNING last),
+		-- Delivered to every LISTENer at commit, once per transaction
+		-- and store (PostgreSQL folds equal notifications): see listen.go.
+		w AS (SELECT pg_notify('`+notifyChannel+`', current_schema() || ' ' || $2))
 		INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
 			created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, n.last FROM n
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, n.last FROM n, w
 		RETURNING seq`,
 		v.ID, v.StoreID, v.MemoryID, string(v.Operation), v.Path, contentBytes(v.Content), v.SizeBytes, v.SHA256,
 		cbType, cbID, v.CreatedAt, v.RedactedAt, rbType, rbID).Scan(&v.Seq)

@@ -29,7 +29,14 @@ func buildTrove(t *testing.T) string {
 // The caller kills or stops the process. extra are more serve flags.
 func startServeProcess(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, extra...)...)
+	return startServeProcessAt(t, bin, data, "127.0.0.1:0", extra...)
+}
+
+// startServeProcessAt is startServeProcess listening on addr (a restart
+// on the address a previous process had).
+func startServeProcessAt(t *testing.T, bin, data, addr string, extra ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", addr}, extra...)...)
 	cmd.Env = append(os.Environ(), "TROVE_DATA=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

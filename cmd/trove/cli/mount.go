@@ -59,7 +59,7 @@ store instead.`,
 	sf.register(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&o.refs, "store", nil, "store name or ID to mount, :ro for read-only (repeatable)")
-	f.DurationVar(&o.refresh, "refresh", vfs.DefaultRefresh, "longest time before other writers' changes appear")
+	f.DurationVar(&o.refresh, "refresh", vfs.DefaultRefresh, "longest time before other writers' changes appear when the server offers no change feed (with one they appear at once)")
 	f.BoolVar(&o.allowOther, "allow-other", false, "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	f.BoolVar(&o.debug, "debug", false, "log every FUSE request")
 	return cmd

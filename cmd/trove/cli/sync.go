@@ -123,7 +123,7 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 	f.StringVar(&store, "store", "", "store name or ID; append :ro to never upload (read-only)")
 	f.StringVar(&dir, "dir", "", "the local directory to sync (created if missing)")
 	f.StringVar(&state, "state", "", "state directory for the manifest and base copies, outside --dir (default $XDG_STATE_HOME/trove/sync/<store>-<dir hash>)")
-	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between passes (file changes trigger passes sooner); negative: only on file changes")
+	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between passes while the store's change feed or file watching is unavailable (store and file changes trigger passes at once); negative: only on changes")
 	f.BoolVar(&once, "once", false, "make one pass and exit")
 	f.DurationVar(&grace, "delete-grace", syncer.DefaultDeleteGrace, "how long a deleted local file must stay gone before its memory is deleted")
 	f.IntVar(&maxDel, "max-deletes", 0, "memories deleted per pass at most (0: a quarter of the files, 8 to 50; negative: never delete from the store)")

@@ -1,0 +1,218 @@
+package fusefs_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/vfs"
+	"github.com/trovehq/trove/vfs/vfstest"
+)
+
+// staleBound is how late a remote change may show through the mount: the
+// feed's latency with room for a loaded machine. Without the feed it
+// would be the hour-long refresh bound these mounts use.
+const staleBound = time.Second
+
+// over returns, for "local", the backend itself, and for "http", an
+// httpapi.Client of a real server on loopback over it.
+func over(t testing.TB, be vfstest.Backend, how string) trove.Services {
+	t.Helper()
+	if how == "local" {
+		return be.Services
+	}
+	svc := be.Services.(interface {
+		trove.Services
+		trove.SessionService
+		trove.Authenticator
+		CreateKey(ctx context.Context, workspaceID, name string) (*trove.APIKey, string, error)
+	})
+	_, key, err := svc.CreateKey(context.Background(), trove.PrincipalFrom(be.Ctx).WorkspaceID, "mount")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}).HTTPServer()
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return httpapi.NewClient("http://"+ln.Addr().String(), key, httpapi.WithHTTPClient(&http.Client{Timeout: time.Minute}))
+}
+
+// countingReads counts the memory reads that reach the services.
+type countingReads struct {
+	trove.Services
+	gets atomic.Int64
+}
+
+func (c *countingReads) GetMemory(ctx context.Context, storeID, id string, v trove.View) (*trove.Memory, error) {
+	c.gets.Add(1)
+	return c.Services.GetMemory(ctx, storeID, id, v)
+}
+
+func (c *countingReads) ListChanges(ctx context.Context, storeID string, p trove.ListChangesParams) (*trove.ChangeBatch, error) {
+	return c.Services.(trove.ChangeService).ListChanges(ctx, storeID, p)
+}
+
+func (c *countingReads) WaitChanges(ctx context.Context, storeID string, after int64) (int64, error) {
+	return c.Services.(trove.ChangeService).WaitChanges(ctx, storeID, after)
+}
+
+// countingStream is countingReads over httpapi.Client, whose own stream
+// (server-sent events) the mount follows.
+type countingStream struct {
+	*countingReads
+	c *httpapi.Client
+}
+
+func (c countingStream) FollowChanges(ctx context.Context, storeID string, after int64, fn func(trove.Change) error, connected func(bool)) error {
+	return c.c.FollowChanges(ctx, storeID, after, fn, connected)
+}
+
+// TestMountStaleness: with the listing refresh and the kernel's cache
+// bounds at an hour, a remote edit, create, rename and delete show through
+// the mount within staleBound, over a local database and over a server
+// (server-sent events), while an unchanged file read again is served by
+// the kernel's page cache (no read reaches the store).
+func TestMountStaleness(t *testing.T) {
+	for _, how := range []string{"local", "http"} {
+		t.Run(how, func(t *testing.T) {
+			be := backend(t)
+			ctx := be.Ctx
+			st, err := be.Services.CreateStore(ctx, trove.CreateStoreParams{Name: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := be.Services.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/a.md", Content: "v0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := be.Services.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/same.md", Content: "unchanged"}); err != nil {
+				t.Fatal(err)
+			}
+			inner := over(t, be, how)
+			svc := &countingReads{Services: inner}
+			var mounted trove.Services = svc
+			if c, ok := inner.(*httpapi.Client); ok {
+				mounted = countingStream{svc, c}
+			}
+			// No content cache in the vfs: a read that reaches the mount
+			// reads the store.
+			srv, dir := mount(t, vfs.Config{Services: mounted, Principal: trove.PrincipalFrom(ctx),
+				Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "s"}}, Refresh: time.Hour, CacheBytes: -1})
+			root := filepath.Join(dir, "s")
+			read := func(name string) (string, error) {
+				b, err := os.ReadFile(filepath.Join(root, name))
+				return string(b), err
+			}
+			// see polls the mount until ok holds, and returns how long it
+			// took from start.
+			see := func(what string, start time.Time, ok func() bool) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for !ok() {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: not visible through the mount after 10 s", what)
+					}
+				}
+				if d := time.Since(start); d > staleBound {
+					t.Errorf("%s: visible after %v, more than %v", what, d, staleBound)
+				} else {
+					t.Logf("%s: visible after %v", what, d)
+				}
+			}
+			see("the first read", time.Now(), func() bool { s, _ := read("a.md"); return s == "v0" })
+			// Once live, nothing but a change drops the kernel's caches.
+			for deadline := time.Now().Add(10 * time.Second); !srv.Live(); {
+				if time.Now().After(deadline) {
+					t.Fatal("the mount's change feed did not connect within 10 s")
+				}
+			}
+
+			// Unchanged: the second and third reads come from the page cache.
+			if s, err := read("same.md"); err != nil || s != "unchanged" {
+				t.Fatalf("same.md: %q %v", s, err)
+			}
+			before := svc.gets.Load()
+			for range 3 {
+				if s, err := read("same.md"); err != nil || s != "unchanged" {
+					t.Fatalf("same.md: %q %v", s, err)
+				}
+			}
+			if n := svc.gets.Load() - before; n != 0 {
+				t.Errorf("re-reading an unchanged file read the store %d times", n)
+			}
+
+			if _, err := read("new.md"); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("new.md before it exists: %v", err) // a cached miss
+			}
+			start := time.Now()
+			if _, err := be.Services.UpdateMemory(ctx, st.ID, a.ID, trove.UpdateMemoryParams{Content: ptr("v1, longer")}); err != nil {
+				t.Fatal(err)
+			}
+			see("a remote edit", start, func() bool { s, _ := read("a.md"); return s == "v1, longer" })
+
+			start = time.Now()
+			if _, err := be.Services.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/new.md", Content: "n"}); err != nil {
+				t.Fatal(err)
+			}
+			see("a remote create over a cached miss", start, func() bool { s, _ := read("new.md"); return s == "n" })
+
+			start = time.Now()
+			if _, err := be.Services.UpdateMemory(ctx, st.ID, a.ID, trove.UpdateMemoryParams{Path: ptr("/dir/b.md")}); err != nil {
+				t.Fatal(err)
+			}
+			see("a remote rename", start, func() bool {
+				_, errOld := os.Stat(filepath.Join(root, "a.md"))
+				s, _ := read("dir/b.md")
+				return errors.Is(errOld, os.ErrNotExist) && s == "v1, longer"
+			})
+
+			m, err := be.Services.ListMemories(ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			for _, it := range m.Data {
+				if it.Memory != nil && it.Memory.Path == "/new.md" {
+					if err := be.Services.DeleteMemory(ctx, st.ID, it.Memory.ID, ""); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			see("a remote delete", start, func() bool {
+				_, err := os.Stat(filepath.Join(root, "new.md"))
+				return errors.Is(err, os.ErrNotExist)
+			})
+
+			// The last memory below dir/ goes: so does the directory.
+			if _, err := os.Stat(filepath.Join(root, "dir")); err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			if err := be.Services.DeleteMemory(ctx, st.ID, a.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			see("a directory emptied remotely", start, func() bool {
+				_, err := os.Stat(filepath.Join(root, "dir"))
+				return errors.Is(err, os.ErrNotExist)
+			})
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
