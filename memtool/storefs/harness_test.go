@@ -20,7 +20,7 @@ import (
 // none and fails when the database is unreachable.
 func newPostgresCore(t testing.TB) *core.Service {
 	t.Helper()
-	url := pgtest.URL(t)
+	url := pgtest.SchemaURL(t)
 	db, err := postgres.Open(context.Background(), url, postgres.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("the test PostgreSQL is unreachable: %v", err)

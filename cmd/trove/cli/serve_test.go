@@ -354,7 +354,7 @@ func TestRedactURL(t *testing.T) {
 // TestServePostgres serves from the test PostgreSQL (pgtest.URL); it fails
 // when the database is unreachable.
 func TestServePostgres(t *testing.T) {
-	url := pgtest.URL(t)
+	url := pgtest.SchemaURL(t)
 	ws := fmt.Sprintf("wrkspc_clitest_%d", rand.Int64())
 	code, out, errOut := runTrove(t, "keys", "create", "--database", url, "--workspace", ws)
 	if code != 0 {
@@ -735,7 +735,7 @@ func TestServeLimitFlags(t *testing.T) {
 // --db-connect-timeout (or their environment variables) over the URL's
 // pool_max_conns and connect_timeout, and those over the defaults.
 func TestServePostgresPoolSettings(t *testing.T) {
-	url := pgtest.URL(t)
+	url := pgtest.SchemaURL(t)
 	u3 := url + "&pool_max_conns=3&connect_timeout=7"
 	if !strings.Contains(url, "?") {
 		u3 = url + "?pool_max_conns=3&connect_timeout=7"
