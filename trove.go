@@ -302,4 +302,5 @@ type Services interface {
 	MemoryService
 	VersionService
 	DirectoryService
+	SearchService
 }

@@ -137,6 +137,7 @@ type httpStatusError struct {
 	status       int
 	statusText   string
 	directories  bool // the answer carried directoriesHeader
+	search       bool // the answer carried searchHeader
 }
 
 func (e *httpStatusError) Error() string {
