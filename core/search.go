@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +190,7 @@ func decodeSearchPosition(s string) (*storage.SearchPosition, error) {
 		return nil, err
 	}
 	score, err := strconv.ParseFloat(c.S, 64)
-	if err != nil || c.I == "" {
+	if err != nil || c.I == "" || math.IsNaN(score) || math.IsInf(score, 0) {
 		return nil, errBadCursor()
 	}
 	return &storage.SearchPosition{Score: score, ID: c.I}, nil
