@@ -1,7 +1,9 @@
 package trove
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -204,10 +206,9 @@ func SearchWordSpans(text string) []TextRange {
 }
 
 // Matches returns the byte ranges of text that match a term of q: every
-// occurrence of a word term, every run of adjacent words that forms a
-// phrase term, the last word matching as a prefix when the term says so.
-// The ranges are ascending and do not overlap (overlapping matches are
-// merged).
+// occurrence of a word term, and of a phrase term from its first word's
+// start to its last word's end; the last word matches as a prefix when the
+// term says so. The ranges are ascending; overlapping ones are merged.
 func (q SearchQuery) Matches(text string) []TextRange {
 	spans := SearchWordSpans(text)
 	if len(spans) == 0 {
@@ -217,40 +218,28 @@ func (q SearchQuery) Matches(text string) []TextRange {
 	for i, sp := range spans {
 		words[i] = strings.ToLower(text[sp.Start:sp.End])
 	}
-	hit := make([]bool, len(spans))
+	var found []TextRange
 	for _, t := range q.Terms {
 		n := len(t.Words)
 	next:
 		for i := 0; i+n <= len(words); i++ {
 			for k, w := range t.Words {
 				got := words[i+k]
-				if got == w || t.Prefix && k == n-1 && strings.HasPrefix(got, w) {
-					continue
+				if got != w && !(t.Prefix && k == n-1 && strings.HasPrefix(got, w)) {
+					continue next
 				}
-				continue next
 			}
-			for k := range n {
-				hit[i+k] = true
-			}
+			found = append(found, TextRange{spans[i].Start, spans[i+n-1].End})
 		}
 	}
+	slices.SortFunc(found, func(a, b TextRange) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End)) })
 	var out []TextRange
-	for i, h := range hit {
-		if !h {
+	for _, r := range found {
+		if len(out) > 0 && r.Start < out[len(out)-1].End {
+			out[len(out)-1].End = max(out[len(out)-1].End, r.End)
 			continue
 		}
-		// Adjacent matched words of one phrase are one range.
-		if len(out) > 0 && i > 0 && hit[i-1] && phraseGap(text[spans[i-1].End:spans[i].Start]) {
-			out[len(out)-1].End = spans[i].End
-			continue
-		}
-		out = append(out, spans[i])
+		out = append(out, r)
 	}
 	return out
-}
-
-// phraseGap reports whether the text between two matched words is only
-// spaces, so that the two read as one highlighted run.
-func phraseGap(s string) bool {
-	return strings.TrimSpace(s) == "" && len(s) <= 1
 }

@@ -124,13 +124,13 @@ func searchResult(q trove.SearchQuery, h *storage.MemorySearchHit) trove.SearchR
 }
 
 // snippetLead is how many bytes of context a snippet keeps, at most, before
-// its first match.
+// its first match (and at most a quarter of the snippet).
 const snippetLead = 60
 
 // snippet returns the piece of content, at most size bytes of whole UTF-8
 // characters, that holds the most matches within size bytes of one another
 // (the first such run when several tie), starting up to snippetLead bytes
-// before its first match at the start of a word, and the matches inside it
+// (a quarter of size at most) before its first match, at the start of a word, and the matches inside it
 // as ranges of the piece (a match cut by the end is cut too). Without
 // matches it is the start of the content.
 func snippet(content string, matches []trove.TextRange, size int) (offset int, text string, hl []trove.TextRange) {
@@ -148,7 +148,7 @@ func snippet(content string, matches []trove.TextRange, size int) (offset int, t
 			}
 		}
 		anchor := matches[best].Start
-		start = max(0, anchor-snippetLead)
+		start = max(0, anchor-min(snippetLead, size/4))
 		if start > 0 {
 			// Begin at a word: after the first space at or past start, when
 			// there is one before the anchor.

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -317,4 +318,75 @@ func testMemorySearchInStep(t *testing.T, d storage.Driver) {
 	insertMemory(t, d, s.ID, "/next.md", "kilo", secs(8))
 	want("juliet")
 	want("kilo", "/next.md")
+}
+
+// FuzzMemorySearch is the fuzz target of a driver's search query building:
+// for any input that trove.ParseSearchQuery accepts, MemorySearch over a
+// few memories must not fail (no byte of the input may reach FTS5 or
+// tsquery syntax), and, for ASCII input, every hit must match every term
+// as trove.SearchQuery.Matches reads the path or the content (the index
+// and the highlighter agree on words). d must be a fresh, empty driver;
+// the caller closes it.
+func FuzzMemorySearch(f *testing.F, d storage.Driver) {
+	for _, s := range []string{
+		"kubernetes", `"upgrade plan" now`, `a OR b* NEAR(c d) -e col:f`, `"`, `""`, `a"b`, `*`, `'it''s'`, `\`, `:*`,
+		`a:*`, `^a`, `(a`, `a)`, `&|!`, `<->`, `path:notes`, `content:x`, `{path content}:a`, `a AND NOT b`, `x + y`,
+		"ÉCOLE", "日本語", "e\u0301", "İstanbul", "ß", "\x00", "\u200b", "“a”b\"c", "plan'", "!(plan)", "pl",
+	} {
+		f.Add(s)
+	}
+	ctx := context.Background()
+	st := newStore("wrkspc_fuzz", secs(0))
+	if err := d.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.StoreInsert(ctx, st); err != nil {
+			return err
+		}
+		for i, c := range []string{
+			"Kubernetes upgrade plan: drain each node.",
+			"a OR b NEAR c d e col f: it's \\ a \"quoted\" <-> thing & more | !",
+			"ÉCOLE école e\u0301 İstanbul straße 日本語",
+			"path notes content x",
+		} {
+			m, v := newMemory(st.ID, fmt.Sprintf("/notes/m%d.md", i), c, secs(1+i))
+			if err := tx.MemoryInsert(ctx, m); err != nil {
+				return err
+			}
+			if err := tx.VersionInsert(ctx, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		q, err := trove.ParseSearchQuery(in)
+		if err != nil {
+			return
+		}
+		var hits []storage.MemorySearchHit
+		err = d.Read(ctx, func(tx storage.Tx) error {
+			var err error
+			hits, err = tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: st.WorkspaceID, Query: q, Limit: 10})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("MemorySearch(%q → %+v): %v", in, q, err)
+		}
+		ascii := true
+		for _, r := range in {
+			ascii = ascii && r < 0x80
+		}
+		if !ascii {
+			return
+		}
+		for _, h := range hits {
+			for _, term := range q.Terms {
+				one := trove.SearchQuery{Terms: []trove.SearchTerm{term}}
+				if len(one.Matches(h.Memory.Path)) == 0 && len(one.Matches(*h.Memory.Content)) == 0 {
+					t.Errorf("%q: hit %s does not match term %v", in, h.Memory.Path, term.Words)
+				}
+			}
+		}
+	})
 }
