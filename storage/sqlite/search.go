@@ -35,11 +35,12 @@ func ftsQuery(q trove.SearchQuery) string {
 	return b.String()
 }
 
-// MemorySearch runs the FTS5 query of p.Query on memories_search, joins the
-// matches to their memories by rowid and filters them by store and prefix,
-// ordered by score. Store IDs are passed as one JSON array (json_each), so
-// the statement text, and its cached preparation, does not depend on how
-// many there are.
+// MemorySearch ranks the matches in memories_search alone (filtered by
+// its UNINDEXED store_id and path_key, ordered by score and memory_id, the
+// LIMIT applied), then reads only those memories' rows: a query that
+// matches thousands of memories reads none of their 1 KiB rows. Store IDs
+// are passed as one JSON array (json_each), so the statement text, and its
+// cached preparation, does not depend on how many there are.
 func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
@@ -51,22 +52,23 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 		if err != nil {
 			return nil, err
 		}
-		w.add("m.store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, string(ids))
+		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, string(ids))
 	} else {
-		w.add("m.store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
+		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
 	}
 	if p.Prefix != "" {
-		w.add("m.path >= ?", p.Prefix)
+		w.add("path_key >= ?", p.Prefix)
 		if end, ok := prefixEnd(p.Prefix); ok {
-			w.add("m.path < ?", end)
+			w.add("path_key < ?", end)
 		}
 	}
 	if p.After != nil {
-		w.add("("+searchScore+" < ? OR ("+searchScore+" = ? AND m.id > ?))", p.After.Score, p.After.Score, p.After.ID)
+		w.add("("+searchScore+" < ? OR ("+searchScore+" = ? AND memory_id > ?))", p.After.Score, p.After.Score, p.After.ID)
 	}
-	q := `SELECT m.id, m.store_id, m.path, m.size_bytes, m.sha256, m.version_id, m.created_at, m.updated_at, m.content, ` +
-		searchScore + ` FROM memories_search JOIN memories m ON m.rowid = memories_search.rowid` + w.String() +
-		` ORDER BY 10 DESC, m.id LIMIT ?`
+	q := `WITH top AS MATERIALIZED (SELECT memory_id, ` + searchScore + ` AS score FROM memories_search` + w.String() +
+		` ORDER BY score DESC, memory_id LIMIT ?)
+		SELECT m.id, m.store_id, m.path, m.size_bytes, m.sha256, m.version_id, m.created_at, m.updated_at, m.content, top.score
+		FROM top JOIN memories m ON m.id = top.memory_id ORDER BY top.score DESC, top.memory_id`
 	rows, err := t.query(ctx, q, append(w.args, limitArg(p.Limit))...)
 	if err != nil {
 		return nil, err
