@@ -310,4 +310,5 @@ type Services interface {
 	MemoryService
 	VersionService
 	DirectoryService
+	SearchService
 }

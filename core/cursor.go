@@ -17,6 +17,7 @@ import (
 //
 //	{"v":1,"k":"p","t":"<RFC 3339 created_at>","i":"<id>"}  stores, versions, sessions
 //	{"v":1,"k":"m","f":"<path>"}                           memories: the next From
+//	{"v":1,"k":"s","s":"<score>","i":"<id>"}                search results (search.go)
 const cursorPrefix = "page_"
 
 const (
@@ -31,6 +32,7 @@ type cursorJSON struct {
 	T string `json:"t,omitempty"`
 	I string `json:"i,omitempty"`
 	F string `json:"f,omitempty"`
+	S string `json:"s,omitempty"`
 }
 
 func errBadCursor() error { return trove.Errorf(trove.EINVALID, "invalid page cursor") }

@@ -552,3 +552,48 @@ func (t *memTx) DreamClaim(ctx context.Context, owner string, now, until time.Ti
 	t.st.dreams[best.ID] = *cloneDream(*best)
 	return best, nil
 }
+
+// MemorySearch matches every term in the path or the content with
+// trove.SearchQuery.Matches, one term at a time; the score counts the
+// matches (a path match as four) per 50 words of content, so a memory
+// about a word ranks above one that mentions it once in a longer text.
+func (t *memTx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
+	var out []storage.MemorySearchHit
+	if len(p.Query.Terms) == 0 {
+		return []storage.MemorySearchHit{}, nil
+	}
+	for _, m := range t.st.memories {
+		st, ok := t.st.stores[m.StoreID]
+		if !ok || st.WorkspaceID != p.WorkspaceID || !strings.HasPrefix(m.Path, p.Prefix) {
+			continue
+		}
+		if len(p.StoreIDs) > 0 && !slices.Contains(p.StoreIDs, m.StoreID) || len(p.StoreIDs) == 0 && st.ArchivedAt != nil {
+			continue
+		}
+		n, all := 0, true
+		for _, term := range p.Query.Terms {
+			one := trove.SearchQuery{Terms: []trove.SearchTerm{term}}
+			inPath, inContent := len(one.Matches(m.Path)), len(one.Matches(*m.Content))
+			if inPath+inContent == 0 {
+				all = false
+				break
+			}
+			n += 4*inPath + inContent
+		}
+		if !all {
+			continue
+		}
+		score := float64(n) / float64(1+len(trove.SearchWords(*m.Content))/50)
+		if a := p.After; a != nil && (score > a.Score || score == a.Score && m.ID <= a.ID) {
+			continue
+		}
+		out = append(out, storage.MemorySearchHit{Memory: *memOut(m, true), Score: score})
+	}
+	slices.SortFunc(out, func(a, b storage.MemorySearchHit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Memory.ID, b.Memory.ID)
+	})
+	return limitTo(out, p.Limit), nil
+}

@@ -735,7 +735,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		return "", &trove.Error{Code: trove.EUNAVAILABLE, Message: "reading the response failed", Err: err}
 	}
 	if res.StatusCode != http.StatusOK {
-		return "", fromEnvelope(res.StatusCode, data, &httpStatusError{method: method, path: path, status: res.StatusCode, statusText: res.Status, directories: res.Header.Get(directoriesHeader) != "", changes: res.Header.Get(changesHeader) != ""})
+		return "", fromEnvelope(res.StatusCode, data, &httpStatusError{method: method, path: path, status: res.StatusCode, statusText: res.Status, directories: res.Header.Get(directoriesHeader) != "", changes: res.Header.Get(changesHeader) != "", search: res.Header.Get(searchHeader) != ""})
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return "", &trove.Error{Code: trove.EINTERNAL, Message: "the server's response is not valid JSON", Err: err}

@@ -138,6 +138,7 @@ type httpStatusError struct {
 	statusText   string
 	directories  bool // the answer carried directoriesHeader
 	changes      bool // the answer carried changesHeader
+	search       bool // the answer carried searchHeader
 }
 
 func (e *httpStatusError) Error() string {

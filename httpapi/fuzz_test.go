@@ -24,7 +24,7 @@ import (
 var fuzzMethods = []string{"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"}
 
 // fuzzRoutes are the path templates FuzzServer's route index picks from:
-// the 14 memory store routes and the /trove/v1 session routes. {store},
+// the 14 memory store routes, the /trove/v1 session routes and search. {store},
 // {mem}, {ver} and {sess} become the seeded objects' IDs.
 var fuzzRoutes = []string{
 	"/v1/memory_stores",
@@ -38,6 +38,7 @@ var fuzzRoutes = []string{
 	"/trove/v1/sessions",
 	"/trove/v1/sessions/{sess}",
 	"/trove/v1/sessions/{sess}/end",
+	"/trove/v1/search",
 }
 
 // FuzzServer sends arbitrary requests (method, route, path suffix, raw

@@ -221,6 +221,7 @@ func NewServer(cfg Config) *Server {
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/rename", kindTrove, s.renameDirectory)
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/delete", kindTrove, s.deleteDirectory)
 	add("GET", "/trove/v1/memory_stores/{memory_store_id}/changes", kindTrove, s.listChanges)
+	add("GET", "/trove/v1/search", kindTrove, s.search)
 	if s.sess != nil {
 		add("POST", "/trove/v1/sessions", kindTrove, s.createSession)
 		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)

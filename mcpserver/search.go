@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,12 +26,12 @@ const (
 	snippetChars       = 200 // characters shown per matching line
 )
 
-const searchDescription = `Search the memory files (read-only). Finds files whose path or content contains the query (case-insensitive) and returns their paths with the matching lines, numbered as in view. Arguments: query (required), path_prefix (optional directory under /memories to search in), limit (optional, 1-100 files, default 20).`
+const searchDescription = `Search the memory files (read-only). Finds files whose path or content contains every word of the query (whole words, case-insensitive; the last word also as a prefix; "double quotes" for words that must appear together in that order), most relevant first, and returns their paths with the matching lines, numbered as in view. A query with no letters or digits is matched as plain text. Arguments: query (required), path_prefix (optional directory under /memories to search in), limit (optional, 1-100 files, default 20).`
 
 const searchSchema = `{
   "type": "object",
   "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Text to find in memory paths and content (case-insensitive)."},
+    "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Words to find in memory paths and content (case-insensitive; \"quoted phrase\" for adjacent words)."},
     "path_prefix": {"type": "string", "description": "Only search below this directory, e.g. /memories/projects/."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "The most files to return (default 20)."}
   },
@@ -141,6 +142,17 @@ func (s *Server) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	ctx = s.ctx(ctx)
 	r := &searchRun{needle: strings.ToLower(a.query), limit: a.limit}
+	if q, err := trove.ParseSearchQuery(a.query); err == nil {
+		res, ok := s.searchIndex(ctx, targets, q, a, r)
+		if res != nil {
+			return res, nil
+		}
+		if ok {
+			return r.result(a), nil
+		}
+		// The service has no search (an older server): grep below.
+		r = &searchRun{needle: strings.ToLower(a.query), limit: a.limit}
+	}
 	for _, t := range targets {
 		if res := s.searchTarget(ctx, t, r); res != nil {
 			return res, nil
@@ -149,15 +161,101 @@ func (s *Server) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*m
 			break
 		}
 	}
+	return r.result(a), nil
+}
+
+// result is the tool result of a finished run.
+func (r *searchRun) result(a searchArgs) *mcp.CallToolResult {
 	where := a.prefix.Raw
 	if r.found == 0 {
-		return textResult(fmt.Sprintf("No memory under %s matches %s.", where, strconv.Quote(a.query))), nil
+		return textResult(fmt.Sprintf("No memory under %s matches %s.", where, strconv.Quote(a.query)))
 	}
 	head := fmt.Sprintf("Found %d memories under %s matching %s", r.found, where, strconv.Quote(a.query))
 	if r.more {
 		head += fmt.Sprintf(" (showing the first %d; raise limit or narrow path_prefix to see more)", a.limit)
 	}
-	return textResult(head + ":" + r.sb.String()), nil
+	return textResult(head + ":" + r.sb.String())
+}
+
+// searchIndex runs the search through the service's full-text index
+// (trove.SearchService): one request over every target store, ranked,
+// then each result's content read to show its matching lines numbered as
+// in view. ok is false when the service has no search (errors.ErrUnsupported),
+// and res is the tool result to give when the search failed otherwise.
+func (s *Server) searchIndex(ctx context.Context, targets []target, q trove.SearchQuery, a searchArgs, r *searchRun) (res *mcp.CallToolResult, ok bool) {
+	display := map[string]string{}
+	p := trove.SearchParams{Query: a.query, Limit: a.limit}
+	lim := s.opt.Limits
+	for _, t := range targets {
+		if err := trove.ValidatePathPrefix(storetree.Prefix(t.dir), lim.MaxPathBytes, lim.MaxPathSegments); err != nil {
+			continue // no memory can live there
+		}
+		display[t.storeID] = t.display
+		p.StoreIDs = append(p.StoreIDs, t.storeID)
+		if t.dir != "/" {
+			p.PathPrefix = storetree.Prefix(t.dir) // one target only: a directory is in one store
+		}
+	}
+	if len(p.StoreIDs) == 0 {
+		return nil, true
+	}
+	page, err := s.svc.Search(ctx, p)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, false
+	}
+	if err != nil {
+		return s.searchError(p.StoreIDs, err), true
+	}
+	for _, hit := range page.Data {
+		m, err := s.svc.GetMemory(ctx, hit.Memory.StoreID, hit.Memory.ID, trove.ViewFull)
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			continue // deleted since the search
+		}
+		if err != nil {
+			return s.searchError(p.StoreIDs, err), true
+		}
+		r.addRanked(display[m.StoreID]+m.Path, *m.Content, q)
+	}
+	r.more = page.NextPage != ""
+	return nil, true
+}
+
+// addRanked lists a memory the index found, with up to snippetLines of its
+// lines that hold a match.
+func (r *searchRun) addRanked(path, content string, q trove.SearchQuery) {
+	r.found++
+	r.sb.WriteString("\n" + path)
+	var lines []int
+	for i, line := range strings.Split(content, "\n") {
+		if len(q.Matches(line)) > 0 {
+			lines = append(lines, i)
+		}
+	}
+	if len(lines) == 0 {
+		r.sb.WriteString(" (the path matches)")
+		return
+	}
+	all := strings.Split(content, "\n")
+	for _, i := range lines[:min(len(lines), snippetLines)] {
+		line := all[i]
+		if utf8.RuneCountInString(line) > snippetChars {
+			line = string([]rune(line)[:snippetChars]) + "…"
+		}
+		fmt.Fprintf(&r.sb, "\n%6d\t%s", i+1, line)
+	}
+	if len(lines) > snippetLines {
+		fmt.Fprintf(&r.sb, "\n       ... %d more matching lines", len(lines)-snippetLines)
+	}
+}
+
+// searchError is the tool result for a failed search.
+func (s *Server) searchError(storeIDs []string, err error) *mcp.CallToolResult {
+	s.opt.Logger.Error("search", "stores", storeIDs, "err", err)
+	switch trove.ErrorCode(err) {
+	case trove.EINVALID, trove.EFORBIDDEN, trove.ENOTFOUND, trove.EUNAUTHENTICATED:
+		return errorResult("The memory store refused the search: %s.", trove.ErrorMessage(err))
+	}
+	return errorResult("The search failed because of a storage error. Try again later.")
 }
 
 // searchRun collects the matches of one search.

@@ -184,6 +184,18 @@ type Tx interface {
 	// none is claimable. Two concurrent claims never take the same dream
 	// (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: a conditional UPDATE).
 	DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error)
+
+	// MemorySearch returns live memories that match every term of p.Query
+	// in their path or current content (words as trove.SearchWords splits
+	// them, case-insensitive; a phrase's words adjacent and in order; the
+	// last word of a Prefix term as a prefix), with Content filled, by
+	// Score descending then ID ascending, strictly after p.After when set,
+	// at most p.Limit. Only memories of p.WorkspaceID's stores are found:
+	// the stores in p.StoreIDs, or, when it is empty, every non-archived
+	// store of the workspace. The index behind it changes in the same
+	// transaction as the memory rows, so a Read sees both as of one
+	// snapshot; a version's content is never indexed (only live memories').
+	MemorySearch(ctx context.Context, p MemorySearchParams) ([]MemorySearchHit, error)
 }
 
 // EventListParams filters EventList.
@@ -202,6 +214,32 @@ type DreamListParams struct {
 	IncludeArchived bool
 	Before          *Position
 	Limit           int
+}
+
+// MemorySearchParams filters MemorySearch.
+type MemorySearchParams struct {
+	WorkspaceID string
+	StoreIDs    []string // empty: every non-archived store of WorkspaceID
+	Query       trove.SearchQuery
+	Prefix      string // path prefix; "" for all
+	After       *SearchPosition
+	Limit       int
+}
+
+// SearchPosition is a keyset cursor position in a list ordered by
+// (Score descending, ID ascending).
+type SearchPosition struct {
+	Score float64
+	ID    string
+}
+
+// MemorySearchHit is one memory found by MemorySearch. Score is higher for
+// a better match (more occurrences, matches in the path, rarer words); it
+// is the same for the same data and query, so it can serve as a keyset
+// position, and compares only within one driver.
+type MemorySearchHit struct {
+	Memory trove.Memory
+	Score  float64
 }
 
 // StoreListParams filters StoreList.

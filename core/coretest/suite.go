@@ -75,6 +75,12 @@ var tests = []struct {
 	{"DirSession", testDirSession},
 	{"DirPaging", testDirPaging},
 	{"DirConcurrentCreate", testDirConcurrentCreate},
+	// Search (search.go)
+	{"SearchRelevance", testSearchRelevance},
+	{"SearchInStep", testSearchInStep},
+	{"SearchScope", testSearchScope},
+	{"SearchValidation", testSearchValidation},
+	{"SearchPaging", testSearchPaging},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},

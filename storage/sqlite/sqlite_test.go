@@ -24,7 +24,7 @@ import (
 
 // openTest opens a fresh, migrated database in a temporary directory and
 // closes it when the test ends.
-func openTest(t *testing.T) *sqlite.DB {
+func openTest(t testing.TB) *sqlite.DB {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
 	if err != nil {

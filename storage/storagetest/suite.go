@@ -57,6 +57,10 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"ConcurrentWritesAllLand", testConcurrentWrites},
 		{"ReadSnapshot", testReadSnapshot},
 		{"ReadIsReadOnly", testReadOnly},
+		{"MemorySearchMatching", testMemorySearchMatching},
+		{"MemorySearchRanking", testMemorySearchRanking},
+		{"MemorySearchScope", testMemorySearchScope},
+		{"MemorySearchInStep", testMemorySearchInStep},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,6 +37,7 @@ func commands(e *env) []*cobra.Command {
 		newStatusCmd(e),
 		newStoresCmd(e),
 		newMemoriesCmd(e),
+		newSearchCmd(e),
 		newVersionsCmd(e),
 		newSessionsCmd(e),
 		newDreamsCmd(e),

@@ -1,0 +1,301 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/storage/sqlite"
+)
+
+// searchMemories and searchBytes are the size of the search benchmarks'
+// store: 10,000 memories of 1 KiB (the store's memory limit).
+const (
+	searchMemories = 10000
+	searchBytes    = 1024
+)
+
+// vocabulary returns n distinct made-up words ("w0" … are too alike for
+// prefixes to mean anything): consonant-vowel syllables.
+func vocabulary(n int) []string {
+	const cons, vows = "bdfgklmnprstvz", "aeiou"
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := map[string]bool{}
+	var out []string
+	for len(out) < n {
+		var b strings.Builder
+		for range 2 + r.IntN(3) {
+			b.WriteByte(cons[r.IntN(len(cons))])
+			b.WriteByte(vows[r.IntN(len(vows))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// corpus writes memory i's text: about searchBytes bytes of words drawn
+// from vocab with a Zipf distribution (a few words in most memories, most
+// words in few), in sentences.
+type corpus struct {
+	vocab []string
+	zipf  *rand.Zipf
+	mu    sync.Mutex
+}
+
+func newCorpus() *corpus {
+	r := rand.New(rand.NewPCG(3, 4))
+	v := vocabulary(5000)
+	return &corpus{vocab: v, zipf: rand.NewZipf(r, 1.1, 2, uint64(len(v)-1))}
+}
+
+func (c *corpus) text(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Note %d\n\n", i)
+	for b.Len() < searchBytes-12 {
+		for k := range 8 {
+			if k > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(c.vocab[c.zipf.Uint64()])
+		}
+		b.WriteString(".\n")
+	}
+	s := b.String()
+	return s[:min(len(s), searchBytes)]
+}
+
+// searchQueries are the benchmark's query classes, by the rank of their
+// words in the Zipf distribution (0 is the most common word). In one run
+// of this corpus, the memories (of 10,000) each matches: every-memory
+// 10,000 (a word like "the"), frequent 4,352, moderate ~400, rare 66,
+// absent 0; prefix (two letters) and phrase (of the two most common words)
+// thousands.
+func searchQueries(vocab []string) map[string]string {
+	return map[string]string{
+		"every-memory": vocab[0],
+		"frequent":     vocab[30],
+		"moderate":     vocab[300],
+		"rare":         vocab[2000],
+		"two-words":    vocab[30] + " " + vocab[300],          // an AND of a frequent and a moderate word
+		"phrase":       `"` + vocab[0] + " " + vocab[1] + `"`, // two very common words next to each other
+		"prefix":       vocab[0][:2],                          // a two-letter prefix: the worst case
+		"absent":       "zzzzq",                               // no match
+		"path":         "notes " + vocab[300],                 // a path word (every memory's) and a content word
+	}
+}
+
+// selectiveClasses are the classes that match under 10 % of the memories.
+var selectiveClasses = []string{"moderate", "rare", "two-words", "absent", "path"}
+
+// BenchmarkSearch: GET /trove/v1/search over loopback HTTP (serve's
+// server, core, SQLite) on one store of 10,000 memories of 1 KiB, one
+// client, the query classes of searchQueries in turn, limit 20. Reports
+// the latency percentiles of all requests (p50-ms, p99-ms, max-ms), each
+// class's p99 (<class>-p99-ms), the p99 of the classes that match under
+// 10 % of the memories (selective-p99-ms), and, as the same-run baseline of what the
+// machine and HTTP cost, the p99 of a memory get (GET /v1/…/memories/{id})
+// sent as many times by the same client right after (get-p99-ms).
+//
+//	go test -run '^$' -bench 'Search$' -benchtime 400x ./internal/bench/
+func BenchmarkSearch(b *testing.B) {
+	a := newAPI(b)
+	c := newCorpus()
+	load(b, a, c, a.storeID)
+	queries := searchQueries(c.vocab)
+	classes := slices.Sorted(maps.Keys(queries))
+	cs := clients(b, a.addr, a.key, 1)
+	paths := make([]string, len(classes))
+	for k, class := range classes {
+		paths[k] = "/trove/v1/search?" + url.Values{"q": {queries[class]}, "store_id": {a.storeID}, "limit": {"20"}}.Encode()
+		for range 8 { // warm: each read connection prepares the statement once
+			if _, err := call(cs[0], "GET", paths[k], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	pg, err := a.svc.ListMemories(a.pctx, a.storeID, trove.ListMemoriesParams{Limit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	get := "/v1/memory_stores/" + a.storeID + "/memories/" + pg.Data[0].Memory.ID
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	wall, _ := run(b, 1, b.N, func(g, i int) error {
+		t0 := time.Now()
+		_, err := call(cs[g], "GET", paths[i%len(paths)], nil)
+		lat[i] = time.Since(t0)
+		return err
+	})
+	b.StopTimer()
+	var selective []time.Duration
+	for k, class := range classes {
+		var l []time.Duration
+		for i := k; i < b.N; i += len(classes) {
+			l = append(l, lat[i])
+		}
+		if slices.Contains(selectiveClasses, class) {
+			selective = append(selective, l...)
+		}
+		b.ReportMetric(ms(pct(l, 99)), class+"-p99-ms")
+	}
+	b.ReportMetric(ms(pct(selective, 99)), "selective-p99-ms")
+	getLat := make([]time.Duration, b.N)
+	run(b, 1, b.N, func(g, i int) error {
+		t0 := time.Now()
+		_, err := call(cs[g], "GET", get, nil)
+		getLat[i] = time.Since(t0)
+		return err
+	})
+	b.ReportMetric(rate(b.N, wall), "ops/s")
+	b.ReportMetric(ms(pct(lat, 50)), "p50-ms")
+	b.ReportMetric(ms(pct(lat, 99)), "p99-ms")
+	b.ReportMetric(ms(pct(lat, 100)), "max-ms")
+	b.ReportMetric(ms(pct(getLat, 99)), "get-p99-ms")
+}
+
+// pct is the p-th percentile (nearest rank) of ds; ds is sorted in place.
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := int(float64(len(ds))*p/100+0.5) - 1
+	return ds[max(0, min(i, len(ds)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// load creates the corpus's searchMemories memories in storeID through
+// core, 16 writers at a time (group commit).
+func load(b *testing.B, a *api, c *corpus, storeID string) {
+	b.Helper()
+	run(b, 16, searchMemories, func(_, i int) error {
+		_, err := a.svc.CreateMemory(a.pctx, storeID, trove.CreateMemoryParams{
+			Path: fmt.Sprintf("/notes/%02d/note-%05d.md", i%50, i), Content: c.text(i)})
+		return err
+	})
+}
+
+// dropSearchIndex removes migration 0007's index and triggers from the
+// SQLite database at path (closed), leaving every other table as is: the
+// same schema without the search index.
+func dropSearchIndex(b *testing.B, path string) {
+	b.Helper()
+	raw, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()+"?_busy_timeout=5000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{
+		"DROP TRIGGER memories_search_insert", "DROP TRIGGER memories_search_update",
+		"DROP TRIGGER memories_search_delete", "DROP TABLE memories_search",
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// BenchmarkSearchIndexWrites: the cost of keeping the search index, as
+// core write throughput on SQLite with the index against the same schema
+// without it (migration 0007's table and triggers dropped), 1 KiB
+// contents, creates then updates of those memories, at 1 and 16 writers.
+// The two databases run in alternating rounds (with, without, with, …;
+// rounds of searchRound writes each) so that machine noise falls on both;
+// reported are each side's median round (with-ops/s, without-ops/s) and
+// their ratio (with-%: 100 × with / without; the target is ≥ 85).
+//
+//	go test -run '^$' -bench SearchIndexWrites -benchtime 1x ./internal/bench/
+func BenchmarkSearchIndexWrites(b *testing.B) {
+	const rounds, searchRound = 5, 1000
+	for _, op := range []string{"create", "update"} {
+		for _, conc := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/c=%d", op, conc), func(b *testing.B) {
+				c := newCorpus()
+				texts := make([]string, 2*searchRound)
+				for i := range texts {
+					texts[i] = c.text(i)
+				}
+				type side struct {
+					svc   *core.Service
+					pctx  context.Context
+					rates []float64
+				}
+				open := func(index bool) *side {
+					ctx := context.Background()
+					path := filepath.Join(b.TempDir(), "trove.db")
+					db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !index {
+						db.Close()
+						dropSearchIndex(b, path)
+						if db, err = sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.Cleanup(func() { db.Close() })
+					pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: "wrkspc_bench", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}})
+					return &side{svc: core.New(db, core.Options{}), pctx: pctx}
+				}
+				with, without := open(true), open(false)
+				b.ResetTimer()
+				for n := range b.N * rounds {
+					for _, s := range []*side{with, without} {
+						st, err := s.svc.CreateStore(s.pctx, trove.CreateStoreParams{Name: fmt.Sprintf("r%d", n)})
+						if err != nil {
+							b.Fatal(err)
+						}
+						ids := make([]string, searchRound)
+						create := func(_, i int) error {
+							m, err := s.svc.CreateMemory(s.pctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/g%d/m%05d.md", i%16, i), Content: texts[i]})
+							if err == nil {
+								ids[i] = m.ID
+							}
+							return err
+						}
+						if op == "update" {
+							run(b, 16, searchRound, create)
+						}
+						wall, _ := run(b, conc, searchRound, func(g, i int) error {
+							if op == "create" {
+								return create(g, i)
+							}
+							_, err := s.svc.UpdateMemory(s.pctx, st.ID, ids[i], trove.UpdateMemoryParams{Content: &texts[searchRound+i]})
+							return err
+						})
+						s.rates = append(s.rates, rate(searchRound, wall))
+					}
+				}
+				b.StopTimer()
+				w, wo := median(with.rates), median(without.rates)
+				b.ReportMetric(w, "with-ops/s")
+				b.ReportMetric(wo, "without-ops/s")
+				b.ReportMetric(100*w/wo, "with-%")
+			})
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

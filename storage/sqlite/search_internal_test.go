@@ -1,0 +1,172 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/storage"
+)
+
+// searchPaths runs MemorySearch for q over workspace "w" and returns the
+// hits' "store:path", sorted. (A bare last word is a prefix: quote it for
+// a whole word.)
+func searchPaths(t *testing.T, db *DB, q string) []string {
+	t.Helper()
+	sq, err := trove.ParseSearchQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	err = db.Read(context.Background(), func(tx storage.Tx) error {
+		hits, err := tx.MemorySearch(context.Background(), storage.MemorySearchParams{WorkspaceID: "w", Query: sq})
+		for _, h := range hits {
+			out = append(out, h.Memory.StoreID+":"+h.Memory.Path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("search %q: %v", q, err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMigration0007IndexesExistingMemories: a database at schema version 1
+// with memories (one holding a NUL byte) is searchable after migrating,
+// and the triggers then keep the index in step.
+func TestMigration0007IndexesExistingMemories(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trove.db")
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", dsn(path, writerParams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{ms[0].sql,
+		`CREATE TABLE schema_version (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+		`INSERT INTO schema_version VALUES (1, '0001_init.sql', 0)`,
+		`INSERT INTO stores (id, workspace_id, name, created_at, updated_at) VALUES ('memstore_a', 'w', 'a', 0, 0), ('memstore_b', 'w', 'b', 0, 0)`,
+		`INSERT INTO memories (id, store_id, path, content, size_bytes, sha256, version_id, created_at, updated_at) VALUES
+			('mem_1', 'memstore_a', '/notes/alpha.md', 'first words', 0, '', 'v1', 0, 0),
+			('mem_2', 'memstore_a', '/notes/beta.md', 'second' || char(0) || 'words', 0, '', 'v2', 0, 0),
+			('mem_3', 'memstore_b', '/gamma.md', 'third', 0, '', 'v3', 0, 0)`,
+	}
+	for _, q := range stmts {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	db, err := Open(ctx, path, Options{AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for q, want := range map[string][]string{
+		"words":  {"memstore_a:/notes/alpha.md", "memstore_a:/notes/beta.md"},
+		"notes":  {"memstore_a:/notes/alpha.md", "memstore_a:/notes/beta.md"},
+		"third":  {"memstore_b:/gamma.md"},
+		"second": {"memstore_a:/notes/beta.md"},
+	} {
+		if diff := cmp.Diff(want, searchPaths(t, db, q)); diff != "" {
+			t.Errorf("after migration, search %q (-want +got):\n%s", q, diff)
+		}
+	}
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.MemoryDelete(ctx, "memstore_a", "mem_1"); err != nil {
+			return err
+		}
+		c := "third again"
+		return tx.MemoryUpdate(ctx, &trove.Memory{ID: "mem_2", StoreID: "memstore_a", Path: "/moved.md", Content: &c, VersionID: "v4", UpdatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string][]string{
+		"words": {},
+		"notes": {},
+		"third": {"memstore_a:/moved.md", "memstore_b:/gamma.md"},
+	} {
+		if diff := cmp.Diff(want, searchPaths(t, db, q)); diff != "" {
+			t.Errorf("after a delete and an update, search %q (-want +got):\n%s", q, diff)
+		}
+	}
+}
+
+// TestSearchSurvivesVacuum: the index is keyed by the memories' implicit
+// rowids, so it relies on VACUUM keeping them; after deletes (holes in the
+// rowids) and a VACUUM, search still finds exactly the right memories, and
+// updates and deletes still reach the right index rows.
+func TestSearchSurvivesVacuum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openInternal(t, Options{})
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		return tx.StoreInsert(ctx, &trove.Store{ID: "memstore_v", WorkspaceID: "w", Name: "v", Metadata: map[string]string{}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mem := func(i int, content string) *trove.Memory {
+		return &trove.Memory{ID: fmt.Sprintf("mem_%03d", 300-i), StoreID: "memstore_v", Path: fmt.Sprintf("/m%03d", i),
+			Content: &content, VersionID: "v", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	}
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		for i := range 200 {
+			if err := tx.MemoryInsert(ctx, mem(i, fmt.Sprintf("word%d common", i))); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 200; i += 3 {
+			if err := tx.MemoryDelete(ctx, "memstore_v", mem(i, "").ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", dsn(db.Path(), writerParams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(ctx, "VACUUM"); err != nil {
+		t.Fatalf("VACUUM: %v", err)
+	}
+	raw.Close()
+	for i := range 200 {
+		want := []string{fmt.Sprintf("memstore_v:/m%03d", i)}
+		if i%3 == 0 {
+			want = []string{}
+		}
+		if diff := cmp.Diff(want, searchPaths(t, db, fmt.Sprintf(`"word%d"`, i))); diff != "" {
+			t.Fatalf("after VACUUM, word%d (-want +got):\n%s", i, diff)
+		}
+	}
+	if got := len(searchPaths(t, db, "common")); got != 133 {
+		t.Errorf("after VACUUM, common: %d hits, want 133", got)
+	}
+	if err := db.Write(ctx, func(tx storage.Tx) error {
+		if err := tx.MemoryUpdate(ctx, mem(1, "changed")); err != nil {
+			return err
+		}
+		return tx.MemoryDelete(ctx, "memstore_v", mem(2, "").ID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string][]string{`"word1"`: {}, "changed": {"memstore_v:/m001"}, `"word2"`: {}, `"word4"`: {"memstore_v:/m004"}} {
+		if diff := cmp.Diff(want, searchPaths(t, db, q)); diff != "" {
+			t.Errorf("after VACUUM and writes, %s (-want +got):\n%s", q, diff)
+		}
+	}
+}
