@@ -176,6 +176,7 @@ type Engine struct {
 	amu    sync.Mutex               // guards man.Entries, rep, pre, wrote, dirty during parallel actions
 	pre    map[string]*trove.Memory // contents prefetched for downloads
 	dirs   map[string]bool          // directories known to exist this round
+	droots map[string]*os.Root      // handles on directories written this round (dirRoot)
 	wrote  bool                     // local files written since the last flush
 	dirty  bool
 }
@@ -353,6 +354,7 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 	e.scan, e.remote = scan, remote
 	e.taken = map[string]bool{}
 	e.dirs = map[string]bool{}
+	defer e.closeDirRoots()
 	for p := range scan.Files {
 		e.taken[p] = true
 	}
@@ -637,6 +639,58 @@ func (e *Engine) hasDir(d string) bool {
 	return e.dirs[d]
 }
 
+// dirRoot returns a handle on directory d (relative to the synced
+// directory, "." for itself), opened once per round, so that writing a
+// file there does not re-walk its path in every call (os.Root opens each
+// component per operation). A directory the round removes loses its
+// handle (dropDirRoot); closeDirRoots ends the round's handles.
+func (e *Engine) dirRoot(d string) (*os.Root, error) {
+	if d == "." {
+		return e.root, nil
+	}
+	e.amu.Lock()
+	r := e.droots[d]
+	e.amu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	r, err := e.root.OpenRoot(d)
+	if err != nil {
+		return nil, err
+	}
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	if old := e.droots[d]; old != nil {
+		r.Close()
+		return old, nil
+	}
+	if e.droots == nil {
+		e.droots = map[string]*os.Root{}
+	}
+	e.droots[d] = r
+	return r, nil
+}
+
+// dropDirRoot closes the handle on directory d, if any.
+func (e *Engine) dropDirRoot(d string) {
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	if r := e.droots[d]; r != nil {
+		r.Close()
+		delete(e.droots, d)
+	}
+}
+
+// closeDirRoots closes every directory handle of the round.
+func (e *Engine) closeDirRoots() {
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	for _, r := range e.droots {
+		r.Close()
+	}
+	e.droots = nil
+}
+
 // writeLocal atomically replaces the file at p with b, provided the file
 // still holds expectSHA ("" : provided it is still absent). It returns the
 // new file's stat key, or errRace when the local file changed.
@@ -651,41 +705,46 @@ func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, erro
 		e.dirs[dir] = true
 		e.amu.Unlock()
 	}
+	d, err := e.dirRoot(dir)
+	if err != nil {
+		return StatKey{}, err
+	}
+	name := path.Base(r)
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
-	f, err := e.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp := tempPrefix + hex.EncodeToString(rnd[:]) + tempSuffix
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return StatKey{}, err
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()
-		e.root.Remove(tmp)
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
 	if err := f.Close(); err != nil {
-		e.root.Remove(tmp)
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
 	// Re-check the target just before replacing it: never overwrite bytes
 	// the planner did not see.
 	if expectSHA == "" {
-		if _, err := e.root.Lstat(r); !errors.Is(err, fs.ErrNotExist) {
-			e.root.Remove(tmp)
+		if _, err := d.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+			d.Remove(tmp)
 			return StatKey{}, errRace
 		}
 	} else if _, err := e.readExpect(p, expectSHA); err != nil {
-		e.root.Remove(tmp)
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
-	if err := e.root.Rename(tmp, r); err != nil {
-		e.root.Remove(tmp)
+	if err := d.Rename(tmp, name); err != nil {
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
 	e.amu.Lock()
 	e.wrote = true
 	e.amu.Unlock()
-	fi, err := e.root.Lstat(r)
+	fi, err := d.Lstat(name)
 	if err != nil {
 		return StatKey{}, err
 	}
@@ -846,6 +905,7 @@ func (e *Engine) removeEmptyParents(p string) {
 		if e.root.Remove(d) != nil { // fails unless empty
 			return
 		}
+		e.dropDirRoot(d)
 		e.amu.Lock()
 		delete(e.dirs, d)
 		e.amu.Unlock()
@@ -863,7 +923,7 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 		return err
 	}
 	remote := []byte(*m.Content)
-	if base, ok := e.objs.get(a.BaseSHA); ok {
+	if base, ok := e.base(ctx, m.ID, a.BaseSHA); ok {
 		if merged, clean := Merge3(base, local, remote); clean && contentProblem(merged, e.o.Limits) == "" {
 			s := string(merged)
 			nm, err := e.tree.Update(ctx, m.ID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: m.SHA256})
@@ -886,6 +946,43 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 		}
 	}
 	return e.conflict(ctx, a, local, m)
+}
+
+// baseVersionPages bounds how many pages of a memory's history (newest
+// first) base reads looking for the base.
+const baseVersionPages = 5
+
+// base returns the bytes both sides last agreed on for memory id (sha):
+// the base object when one was kept (what this engine uploaded), else the
+// memory's version holding them in the store's history (what it
+// downloaded). false when neither has them (redacted, pruned, older than
+// baseVersionPages pages): the merge becomes a conflict copy.
+func (e *Engine) base(ctx context.Context, id, sha string) ([]byte, bool) {
+	if b, ok := e.objs.get(sha); ok {
+		return b, true
+	}
+	if sha == "" {
+		return nil, false
+	}
+	cursor := ""
+	for range baseVersionPages {
+		pg, err := e.o.Services.ListVersions(ctx, e.o.StoreID, trove.ListVersionsParams{MemoryID: id, View: trove.ViewFull, Limit: e.o.Limits.MaxFullPageSize, Cursor: cursor})
+		if err != nil {
+			return nil, false
+		}
+		for _, v := range pg.Data {
+			if v.SHA256 != nil && *v.SHA256 == sha && v.Content != nil {
+				if b := []byte(*v.Content); hashBytes(b) == sha {
+					return b, true
+				}
+			}
+		}
+		if pg.NextPage == "" {
+			return nil, false
+		}
+		cursor = pg.NextPage
+	}
+	return nil, false
 }
 
 // conflict keeps the store's version m at a.Path and saves the local bytes
@@ -1015,7 +1112,10 @@ func (e *Engine) download(ctx context.Context, a Action) error {
 	if err != nil {
 		return err
 	}
-	e.agree(a.Path, m.ID, m.SHA256, content, &key)
+	// No base object: the store holds these bytes as a version, where a
+	// later merge finds them (base); a download of many memories makes
+	// one file per memory, not two.
+	e.agree(a.Path, m.ID, m.SHA256, nil, &key)
 	return nil
 }
 
