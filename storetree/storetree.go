@@ -241,8 +241,16 @@ func (t *Tree) Below(dir string) []string {
 // index (Complete then reports true); it returns the listing, in path order.
 // On an error the index is unchanged.
 func (t *Tree) Reload(ctx context.Context) ([]trove.Memory, error) {
+	return t.ReloadView(ctx, trove.ViewBasic)
+}
+
+// ReloadView is Reload listing in view: with ViewFull the listing returned
+// carries the contents (in pages of Limits.MaxFullPageSize, one pass over
+// the store instead of a basic listing and a full one); the index keeps no
+// content either way.
+func (t *Tree) ReloadView(ctx context.Context, view trove.View) ([]trove.Memory, error) {
 	var all []trove.Memory
-	if err := t.list(ctx, "/", 0, trove.ViewBasic, false, func(it trove.MemoryListItem) bool {
+	if err := t.list(ctx, "/", 0, view, false, func(it trove.MemoryListItem) bool {
 		if it.Memory != nil {
 			all = append(all, *it.Memory)
 		}
@@ -254,7 +262,9 @@ func (t *Tree) Reload(ctx context.Context) ([]trove.Memory, error) {
 	defer t.mu.Unlock()
 	t.resetLocked()
 	for i := range all {
-		t.note(&all[i])
+		m := all[i]
+		m.Content = nil
+		t.note(&m)
 	}
 	t.complete = true
 	return all, nil

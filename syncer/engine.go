@@ -521,15 +521,32 @@ func (e *Engine) entry(p string) *Entry {
 	return en
 }
 
-// listRemote lists every memory of the store, sha only.
+// listRemote lists every memory of the store: sha only, or, when the
+// manifest is empty (a first download, where every memory is likely to be
+// pulled), with contents, which it keeps for the round's downloads (up to
+// prefetchBudget bytes; the rest is fetched as usual).
 func (e *Engine) listRemote(ctx context.Context) (map[string]RemoteFile, error) {
-	all, err := e.tree.Reload(ctx) // the index holds this snapshot, no more
+	e.pre = nil
+	view := trove.ViewBasic
+	if len(e.man.Entries) == 0 {
+		view = trove.ViewFull
+	}
+	all, err := e.tree.ReloadView(ctx, view) // the index holds this snapshot, no more
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]RemoteFile, len(all))
-	for _, m := range all {
+	held := 0
+	for i := range all {
+		m := &all[i]
 		out[m.Path] = RemoteFile{ID: m.ID, SHA: m.SHA256, Size: m.SizeBytes}
+		if m.Content != nil && held+m.SizeBytes <= prefetchBudget {
+			if e.pre == nil {
+				e.pre = map[string]*trove.Memory{}
+			}
+			e.pre[m.ID] = m
+			held += m.SizeBytes
+		}
 	}
 	return out, nil
 }
@@ -545,10 +562,17 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 	}
 	got := map[string]*trove.Memory{}
 	defer func() { e.pre = got }()
+	held := 0 // content bytes held in memory
+	for id, m := range e.pre { // kept by the listing
+		if need[id] {
+			got[id] = m
+			held += m.SizeBytes
+			delete(need, id)
+		}
+	}
 	if len(need) == 0 {
 		return
 	}
-	held := 0 // content bytes held in memory
 	if len(need) > 64 && len(need)*4 > len(e.remote) {
 		// Past the budget the listing stops; the rest is fetched one by
 		// one. A failed listing leaves the downloads to fetch one by one.
