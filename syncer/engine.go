@@ -562,7 +562,7 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 	}
 	got := map[string]*trove.Memory{}
 	defer func() { e.pre = got }()
-	held := 0 // content bytes held in memory
+	held := 0                  // content bytes held in memory
 	for id, m := range e.pre { // kept by the listing
 		if need[id] {
 			got[id] = m
