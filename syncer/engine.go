@@ -313,6 +313,13 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		return false, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("cannot scan %s", e.o.Dir), Err: err}
 	}
 	e.rep.Hashed += scan.Hashed
+	for _, tmp := range scan.Temps {
+		// Left by a write a crash interrupted before its rename. A temp
+		// file never holds the only copy of any bytes (a download's are in
+		// the store; a conflict copy's are still in the file it copies),
+		// so removing it loses nothing.
+		_ = e.root.Remove(tmp)
+	}
 	remote, err := e.listRemote(ctx)
 	if err != nil {
 		return false, err
