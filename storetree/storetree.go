@@ -241,18 +241,25 @@ func (t *Tree) Below(dir string) []string {
 // index (Complete then reports true); it returns the listing, in path order.
 // On an error the index is unchanged.
 func (t *Tree) Reload(ctx context.Context) ([]trove.Memory, error) {
-	return t.ReloadView(ctx, trove.ViewBasic)
+	return t.ReloadView(ctx, trove.ViewBasic, nil)
 }
 
-// ReloadView is Reload listing in view: with ViewFull the listing returned
-// carries the contents (in pages of Limits.MaxFullPageSize, one pass over
-// the store instead of a basic listing and a full one); the index keeps no
-// content either way.
-func (t *Tree) ReloadView(ctx context.Context, view trove.View) ([]trove.Memory, error) {
+// ReloadView is Reload listing in view, calling each (when not nil) with
+// every memory as its page arrives, so that a caller can act on a page
+// while the next one is fetched: with ViewFull each sees the contents (in
+// pages of Limits.MaxFullPageSize, one pass over the store instead of a
+// basic listing and then a full one). Neither the returned listing nor the
+// index keeps contents.
+func (t *Tree) ReloadView(ctx context.Context, view trove.View, each func(*trove.Memory)) ([]trove.Memory, error) {
 	var all []trove.Memory
 	if err := t.list(ctx, "/", 0, view, false, func(it trove.MemoryListItem) bool {
 		if it.Memory != nil {
-			all = append(all, *it.Memory)
+			if each != nil {
+				each(it.Memory)
+			}
+			m := *it.Memory
+			m.Content = nil
+			all = append(all, m)
 		}
 		return true
 	}); err != nil {
@@ -262,9 +269,7 @@ func (t *Tree) ReloadView(ctx context.Context, view trove.View) ([]trove.Memory,
 	defer t.mu.Unlock()
 	t.resetLocked()
 	for i := range all {
-		m := all[i]
-		m.Content = nil
-		t.note(&m)
+		t.note(&all[i])
 	}
 	t.complete = true
 	return all, nil

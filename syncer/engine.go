@@ -75,6 +75,7 @@ const (
 	fetchConcurrency    = 8
 	applyConcurrency    = 8
 	prefetchBudget      = 64 << 20 // content bytes prefetched per round
+	streamWriters       = 4        // writers of a first download (streamDownloads)
 )
 
 // Options configure an Engine. Services, StoreID, Dir and StateDir are
@@ -320,7 +321,9 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		// so removing it loses nothing.
 		_ = e.root.Remove(tmp)
 	}
-	remote, err := e.listRemote(ctx)
+	e.dirs = map[string]bool{}
+	defer e.closeDirRoots()
+	remote, err := e.listRemote(ctx, scan)
 	if err != nil {
 		return false, err
 	}
@@ -360,8 +363,6 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 	e.rep.Skipped = scan.Skipped
 	e.scan, e.remote = scan, remote
 	e.taken = map[string]bool{}
-	e.dirs = map[string]bool{}
-	defer e.closeDirRoots()
 	for p := range scan.Files {
 		e.taken[p] = true
 	}
@@ -530,32 +531,83 @@ func (e *Engine) entry(p string) *Entry {
 
 // listRemote lists every memory of the store: sha only, or, when the
 // manifest is empty (a first download, where every memory is likely to be
-// pulled), with contents, which it keeps for the round's downloads (up to
-// prefetchBudget bytes; the rest is fetched as usual).
-func (e *Engine) listRemote(ctx context.Context) (map[string]RemoteFile, error) {
+// pulled), with contents. Into an empty directory (streamDownloads) each
+// page's memories are written while the next page is fetched; otherwise
+// the contents are kept for the round's downloads (up to prefetchBudget
+// bytes; the rest is fetched as usual).
+func (e *Engine) listRemote(ctx context.Context, scan *Scan) (map[string]RemoteFile, error) {
 	e.pre = nil
 	view := trove.ViewBasic
+	var each func(*trove.Memory)
+	wait := func() {}
 	if len(e.man.Entries) == 0 {
 		view = trove.ViewFull
+		if len(scan.Files) == 0 && len(scan.Blocked) == 0 && len(scan.Skipped) == 0 {
+			each, wait = e.streamDownloads(ctx, scan)
+		} else {
+			held := 0
+			e.pre = map[string]*trove.Memory{}
+			each = func(m *trove.Memory) {
+				if m.Content != nil && held+m.SizeBytes <= prefetchBudget {
+					c := *m
+					e.pre[m.ID] = &c
+					held += m.SizeBytes
+				}
+			}
+		}
 	}
-	all, err := e.tree.ReloadView(ctx, view) // the index holds this snapshot, no more
+	all, err := e.tree.ReloadView(ctx, view, each) // the index holds this snapshot, no more
+	wait()
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]RemoteFile, len(all))
-	held := 0
 	for i := range all {
 		m := &all[i]
 		out[m.Path] = RemoteFile{ID: m.ID, SHA: m.SHA256, Size: m.SizeBytes}
-		if m.Content != nil && held+m.SizeBytes <= prefetchBudget {
-			if e.pre == nil {
-				e.pre = map[string]*trove.Memory{}
-			}
-			e.pre[m.ID] = m
-			held += m.SizeBytes
-		}
 	}
 	return out, nil
+}
+
+// streamDownloads is the first download into an empty directory, in step
+// with the listing: with no manifest entry and no local file, the plan of
+// every listed memory (but those round leaves out: unrepresentable paths,
+// temp-file names) is one download, so each is written as its page
+// arrives, applyConcurrency at a time, and recorded as agreed (manifest
+// entry) and as seen by the scan (so the round's plan finds nothing left to
+// do for it). A memory whose write fails is left to the round's plan, which
+// retries it as a download and reports what fails again. send gives a
+// memory to the writers; wait returns once every write is done.
+func (e *Engine) streamDownloads(ctx context.Context, scan *Scan) (send func(*trove.Memory), wait func()) {
+	work := make(chan *trove.Memory)
+	var wg sync.WaitGroup
+	for range streamWriters {
+		wg.Go(func() {
+			for m := range work {
+				if ctx.Err() != nil || m.Content == nil {
+					continue
+				}
+				b := []byte(*m.Content)
+				key, err := e.writeLocal(m.Path, b, "")
+				if err != nil {
+					continue
+				}
+				e.agree(m.Path, m.ID, m.SHA256, nil, &key)
+				e.amu.Lock()
+				en := e.man.Entries[m.Path]
+				scan.Files[m.Path] = LocalFile{SHA: m.SHA256, Size: int64(len(b)), Stat: key, HashedAt: en.HashedAt}
+				e.rep.count(KindDownload)
+				e.amu.Unlock()
+			}
+		})
+	}
+	send = func(m *trove.Memory) {
+		if storetree.LocalProblem(m.Path) != "" || isTempName(path.Base(m.Path)) {
+			return
+		}
+		work <- m
+	}
+	return send, func() { close(work); wg.Wait() }
 }
 
 // prefetch fetches the contents the round's downloads need: with a full
