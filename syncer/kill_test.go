@@ -25,9 +25,9 @@ import (
 // TestKillDuringSync kills a real `trove sync --once` process (the binary
 // built from this module, syncing over HTTP from a server in this process)
 // with SIGKILL at random moments, first during the batched first download
-// of 1,200 memories, then during a pass that creates 300 memories from new
-// files, uploads 60 edited ones and pulls 60 remote edits, and re-runs it
-// each time. After every kill the
+// of 1,200 memories, then during passes that create 300 memories from new
+// files, upload 30 edited ones and pull 30 remote edits, and re-runs it
+// each time (until five kills landed with work left in each phase). After every kill the
 // manifest claims nothing the disk and the store do not hold; the run that
 // is let finish converges: the directory equals the store, no engine temp
 // file is left, no memory is duplicated and no version is written twice.
@@ -84,16 +84,19 @@ func TestKillDuringSync(t *testing.T) {
 	}
 
 	// killRounds kills sync at random moments up to max after its start,
-	// checking the manifest after each kill, until a run finishes on its
-	// own or after rounds kills; then lets one run finish. It fails unless
-	// some kill landed while work was left (unfinished reports that).
-	var before map[string]string // the agreed contents when the phase began
-	killRounds := func(phase string, rounds int, max time.Duration, unfinished func() bool) {
+	// checking the manifest after each kill, until five kills landed while
+	// work was left (unfinished reports that); then lets one run finish. A
+	// run that finished before its kill tested nothing: renew makes new
+	// work and the next kills come sooner.
+	var before map[string]string // the agreed contents when the work began
+	killRounds := func(phase string, max time.Duration, unfinished func() bool, renew func()) {
 		kills, mid := 0, 0
-		for range rounds {
+		for attempt := 0; mid < 5 && attempt < 40; attempt++ {
 			d := time.Duration(rng.Int64N(int64(max))) + 5*time.Millisecond
 			if !sync(d) {
-				break
+				max = max/2 + 5*time.Millisecond
+				renew()
+				continue
 			}
 			kills++
 			if unfinished() {
@@ -102,49 +105,63 @@ func TestKillDuringSync(t *testing.T) {
 			checkManifest(t, e, dir, state, before)
 		}
 		t.Logf("%s: %d runs killed, %d of them with work left", phase, kills, mid)
-		if mid == 0 {
-			t.Errorf("%s: no kill landed while work was left: nothing was tested", phase)
+		if mid < 5 {
+			t.Errorf("%s: only %d kills landed while work was left", phase, mid)
 		}
 		sync(0)
 	}
 
-	killRounds("first download", 12, 600*time.Millisecond, func() bool { return len(readDir(t, dir)) < n })
+	killRounds("first download", 600*time.Millisecond, func() bool { return len(localFiles(t, dir)) < n }, func() {
+		// Finished: start the first download over.
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(state); err != nil {
+			t.Fatal(err)
+		}
+	})
 	want := e.remote()
 	if len(want) != n {
 		t.Fatalf("store holds %d memories, want %d", len(want), n)
 	}
 	checkConverged(t, e, dir, want)
 
-	// Uploads, creates and pulls in one pass, killed and re-run.
+	// Creates, uploads and pulls in one pass, killed and re-run; each
+	// batch: 300 new files, 30 local and 30 remote edits (other files).
 	wantVersions := map[string]int{}
 	for p := range want {
 		wantVersions[p] = 1
 	}
-	before = maps.Clone(want)
-	for i := range 300 {
-		p := fmt.Sprintf("/new/n%03d.md", i)
-		writeFile(t, dir, p, fmt.Sprintf("new %d\n", i))
-		want[p] = fmt.Sprintf("new %d\n", i)
-		wantVersions[p] = 1
-	}
-	for i := 0; i < n; i += 20 { // 60 local edits
-		p := fmt.Sprintf("/d%02d/f%05d.md", i%50, i)
-		writeFile(t, dir, p, want[p]+"local edit\n")
-		want[p] += "local edit\n"
-		wantVersions[p] = 2
-	}
-	for i := 7; i < n; i += 20 { // 60 remote edits
-		p := fmt.Sprintf("/d%02d/f%05d.md", i%50, i)
-		c := want[p] + "remote edit\n"
-		if _, err := e.svc.UpdateMemory(e.ctx, e.storeID, e.memory2(p).ID, trove.UpdateMemoryParams{Content: &c}); err != nil {
-			t.Fatal(err)
+	batch := 0
+	work := func() {
+		batch++
+		before = maps.Clone(want)
+		for i := range 300 {
+			p := fmt.Sprintf("/new/b%d/n%03d.md", batch, i)
+			writeFile(t, dir, p, fmt.Sprintf("new %d %d\n", batch, i))
+			want[p] = fmt.Sprintf("new %d %d\n", batch, i)
+			wantVersions[p] = 1
 		}
-		want[p] = c
-		wantVersions[p] = 2
+		for i := (2 * batch) % 40; i < n; i += 40 {
+			p := fmt.Sprintf("/d%02d/f%05d.md", i%50, i)
+			want[p] += fmt.Sprintf("local edit %d\n", batch)
+			writeFile(t, dir, p, want[p])
+			wantVersions[p]++
+		}
+		for i := (2*batch + 1) % 40; i < n; i += 40 {
+			p := fmt.Sprintf("/d%02d/f%05d.md", i%50, i)
+			c := want[p] + fmt.Sprintf("remote edit %d\n", batch)
+			if _, err := e.svc.UpdateMemory(e.ctx, e.storeID, e.memory2(p).ID, trove.UpdateMemoryParams{Content: &c}); err != nil {
+				t.Fatal(err)
+			}
+			want[p] = c
+			wantVersions[p]++
+		}
 	}
-	killRounds("uploads and pulls", 12, 400*time.Millisecond, func() bool {
+	work()
+	killRounds("creates, uploads and pulls", 400*time.Millisecond, func() bool {
 		return !cmp.Equal(want, e.remote()) || !cmp.Equal(want, localFiles(t, dir))
-	})
+	}, work)
 	checkConverged(t, e, dir, want)
 	for p, n := range wantVersions {
 		if got := len(versions(t, e, e.memory2(p).ID)); got != n {
