@@ -260,8 +260,12 @@ func buildTrove(t *testing.T) string {
 	return bin
 }
 
-// localFiles is readDir without the engine's temp files.
+// localFiles is readDir without the engine's temp files (none when dir is
+// not there yet).
 func localFiles(t *testing.T, dir string) map[string]string {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}
+	}
 	out := readDir(t, dir)
 	for p := range out {
 		if strings.HasPrefix(filepath.Base(p), ".trove-sync-") {
