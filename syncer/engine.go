@@ -2,8 +2,9 @@
 // without ever losing data.
 //
 // The engine compares, per path, the last state both sides agreed on (the
-// manifest, kept with the base contents in a state directory OUTSIDE the
-// synced directory), the local directory (a scan with a stat cache) and the
+// manifest, kept with the base contents it uploaded in a state directory
+// OUTSIDE the synced directory; the bases it downloaded are read back from
+// the memory's version history when a merge needs them), the local directory (a scan with a stat cache) and the
 // store (a sha-only listing). A pure planner (PlanSync) turns the three into
 // actions following one decision table; an executor applies them with
 // content_sha256 preconditions and re-plans when another writer won a race.
@@ -31,8 +32,11 @@
 //     quarantine directory in the state directory and the store's version is
 //     restored.
 //   - The manifest only records states that were agreed, and is replaced
-//     atomically after local writes are flushed, so a crash at any point is
-//     settled by the next pass without duplicates or loss.
+//     atomically after local writes are flushed (one syncfs on Linux, not an
+//     fsync per file), so a crash at any point is settled by the next pass
+//     without duplicates or loss. A first download into an empty directory
+//     lists the store once with contents and writes each page while the
+//     next is fetched.
 //
 // The engine talks to the store only through trove.Services, so it works
 // against a local core.Service or a remote httpapi.Client unchanged.
@@ -804,6 +808,13 @@ func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, erro
 		f.Close()
 		d.Remove(tmp)
 		return StatKey{}, err
+	}
+	if syncEachFile {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			d.Remove(tmp)
+			return StatKey{}, err
+		}
 	}
 	if err := f.Close(); err != nil {
 		d.Remove(tmp)
