@@ -107,7 +107,7 @@ func (s *Service) GetMemory(ctx context.Context, storeID, memoryID string, view 
 			if err != nil {
 				return nil, s.mapErr(ctx, "GetMemory", err)
 			}
-			return withView(m, view), nil
+			return setView(m, view), nil
 		}
 	}
 	var out *trove.Memory
@@ -122,7 +122,7 @@ func (s *Service) GetMemory(ctx context.Context, storeID, memoryID string, view 
 	if err != nil {
 		return nil, err
 	}
-	return withView(out, view), nil
+	return setView(out, view), nil
 }
 
 // UpdateMemory changes content, path (a rename keeping the ID) or both, and
@@ -489,6 +489,19 @@ func versionOf(m *trove.Memory, op trove.Operation, pr *trove.Principal) *trove.
 		CreatedBy: actor(pr),
 		CreatedAt: m.UpdatedAt,
 	}
+}
+
+// setView sets m's Content according to view and returns m: for a memory
+// the caller owns (a driver's read returns a fresh one), where withView's
+// copy would be an allocation per get for nothing.
+func setView(m *trove.Memory, view trove.View) *trove.Memory {
+	if view != trove.ViewFull {
+		m.Content = nil
+	} else if m.Content == nil {
+		s := ""
+		m.Content = &s
+	}
+	return m
 }
 
 // withView returns a copy of m with Content according to view.

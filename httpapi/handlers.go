@@ -106,7 +106,7 @@ func (s *Server) archiveStore(w http.ResponseWriter, r *http.Request) error {
 // Memories.
 
 func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
-	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
+	view := queryView(r) // core checks it and applies the endpoint's default
 	var body wireCreateMemory
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
@@ -122,20 +122,20 @@ func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.ok(w, memoryToWire(m))
+	return s.writeMemory(w, m)
 }
 
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
-	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
+	view := queryView(r) // core checks it and applies the endpoint's default
 	m, err := s.svc.GetMemory(r.Context(), r.PathValue("memory_store_id"), r.PathValue("memory_id"), view)
 	if err != nil {
 		return err
 	}
-	return s.ok(w, memoryToWire(m))
+	return s.writeMemory(w, m)
 }
 
 func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
-	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
+	view := queryView(r) // core checks it and applies the endpoint's default
 	var body wireUpdateMemory
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
@@ -160,7 +160,7 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.ok(w, memoryToWire(m))
+	return s.writeMemory(w, m)
 }
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) error {
@@ -209,7 +209,7 @@ func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) error {
 // Memory versions.
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
-	view := trove.View(r.URL.Query().Get("view")) // core checks it and applies the endpoint's default
+	view := queryView(r) // core checks it and applies the endpoint's default
 	v, err := s.svc.GetVersion(r.Context(), r.PathValue("memory_store_id"), r.PathValue("memory_version_id"), view)
 	if err != nil {
 		return err
@@ -330,4 +330,13 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.ok(w, sessionToWire(sess, ""))
+}
+
+// queryView returns the view query parameter ("" when absent), parsing the
+// query only when there is one: a get's hot path has none.
+func queryView(r *http.Request) trove.View {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return trove.View(r.URL.Query().Get("view"))
 }

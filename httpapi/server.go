@@ -408,6 +408,9 @@ func cleanPath(p string) bool {
 	if p == "" || p[0] != '/' {
 		return false
 	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return true // no empty segment and no segment starting with "."
+	}
 	c := path.Clean(p)
 	if strings.HasSuffix(p, "/") && c != "/" {
 		c += "/"
@@ -515,6 +518,10 @@ func checkBetas(h http.Header) error {
 
 func requestIDFrom(w http.ResponseWriter) string { return w.Header().Get("Request-Id") }
 
+// contentTypeJSON is the Content-Type header value of every JSON response,
+// shared: net/http only reads header values.
+var contentTypeJSON = []string{"application/json"}
+
 type jsonBuf struct {
 	buf bytes.Buffer
 	enc *json.Encoder
@@ -540,8 +547,8 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(b.buf.Len()))
+	h["Content-Type"] = contentTypeJSON // canonical keys set directly: no canonicalization, no slice per header
+	h["Content-Length"] = []string{strconv.Itoa(b.buf.Len())}
 	w.WriteHeader(status)
 	_, _ = w.Write(b.buf.Bytes())
 	if b.buf.Cap() <= 1<<20 {

@@ -35,7 +35,8 @@ type Driver interface {
 	// transaction: a single statement sees one snapshot of its own, so the
 	// point read behind a get needs no BEGIN and ROLLBACK (SQLite) or no
 	// second round trip (PostgreSQL). Same results and errors as
-	// Tx.MemoryGet.
+	// Tx.MemoryGet. The memory returned is the caller's (as every
+	// read's result is): a new value, shared with nothing.
 	MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error)
 	// Write runs fn in a read-write transaction and returns nil only after
 	// the changes fn made are durable (on disk, survive kill -9).

@@ -253,10 +253,25 @@ func (t *Tree) Below(dir string) []string {
 // index (Complete then reports true); it returns the listing, in path order.
 // On an error the index is unchanged.
 func (t *Tree) Reload(ctx context.Context) ([]trove.Memory, error) {
+	return t.ReloadView(ctx, trove.ViewBasic, nil)
+}
+
+// ReloadView is Reload listing in view, calling each (when not nil) with
+// every memory as its page arrives, so that a caller can act on a page
+// while the next one is fetched: with ViewFull each sees the contents (in
+// pages of Limits.MaxFullPageSize, one pass over the store instead of a
+// basic listing and then a full one). Neither the returned listing nor the
+// index keeps contents.
+func (t *Tree) ReloadView(ctx context.Context, view trove.View, each func(*trove.Memory)) ([]trove.Memory, error) {
 	var all []trove.Memory
-	if err := t.list(ctx, "/", 0, trove.ViewBasic, false, func(it trove.MemoryListItem) bool {
+	if err := t.list(ctx, "/", 0, view, false, func(it trove.MemoryListItem) bool {
 		if it.Memory != nil {
-			all = append(all, *it.Memory)
+			if each != nil {
+				each(it.Memory)
+			}
+			m := *it.Memory
+			m.Content = nil
+			all = append(all, m)
 		}
 		return true
 	}); err != nil {

@@ -2,8 +2,9 @@
 // without ever losing data.
 //
 // The engine compares, per path, the last state both sides agreed on (the
-// manifest, kept with the base contents in a state directory OUTSIDE the
-// synced directory), the local directory (a scan with a stat cache) and the
+// manifest, kept with the base contents it uploaded in a state directory
+// OUTSIDE the synced directory; the bases it downloaded are read back from
+// the memory's version history when a merge needs them), the local directory (a scan with a stat cache) and the
 // store (a sha-only listing). A pure planner (PlanSync) turns the three into
 // actions following one decision table; an executor applies them with
 // content_sha256 preconditions and re-plans when another writer won a race.
@@ -31,8 +32,11 @@
 //     quarantine directory in the state directory and the store's version is
 //     restored.
 //   - The manifest only records states that were agreed, and is replaced
-//     atomically after local writes are flushed, so a crash at any point is
-//     settled by the next pass without duplicates or loss.
+//     atomically after local writes are flushed (one syncfs on Linux, not an
+//     fsync per file), so a crash at any point is settled by the next pass
+//     without duplicates or loss. A first download into an empty directory
+//     lists the store once with contents and writes each page while the
+//     next is fetched.
 //
 // The engine talks to the store only through trove.Services, so it works
 // against a local core.Service or a remote httpapi.Client unchanged.
@@ -75,6 +79,7 @@ const (
 	fetchConcurrency    = 8
 	applyConcurrency    = 8
 	prefetchBudget      = 64 << 20 // content bytes prefetched per round
+	streamWriters       = 4        // writers of a first download (streamDownloads)
 )
 
 // Options configure an Engine. Services, StoreID, Dir and StateDir are
@@ -179,6 +184,7 @@ type Engine struct {
 	amu    sync.Mutex               // guards man.Entries, rep, pre, wrote, dirty during parallel actions
 	pre    map[string]*trove.Memory // contents prefetched for downloads
 	dirs   map[string]bool          // directories known to exist this round
+	droots map[string]*os.Root      // handles on directories written this round (dirRoot)
 	wrote  bool                     // local files written since the last flush
 	dirty  bool
 }
@@ -315,7 +321,16 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 		return false, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("cannot scan %s", e.o.Dir), Err: err}
 	}
 	e.rep.Hashed += scan.Hashed
-	remote, err := e.listRemote(ctx)
+	for _, tmp := range scan.Temps {
+		// Left by a write a crash interrupted before its rename. A temp
+		// file never holds the only copy of any bytes (a download's are in
+		// the store; a conflict copy's are still in the file it copies),
+		// so removing it loses nothing.
+		_ = e.root.Remove(tmp)
+	}
+	e.dirs = map[string]bool{}
+	defer e.closeDirRoots()
+	remote, err := e.listRemote(ctx, scan)
 	if err != nil {
 		return false, err
 	}
@@ -355,7 +370,6 @@ func (e *Engine) round(ctx context.Context, final bool) (bool, error) {
 	e.rep.Skipped = scan.Skipped
 	e.scan, e.remote = scan, remote
 	e.taken = map[string]bool{}
-	e.dirs = map[string]bool{}
 	for p := range scan.Files {
 		e.taken[p] = true
 	}
@@ -522,17 +536,85 @@ func (e *Engine) entry(p string) *Entry {
 	return en
 }
 
-// listRemote lists every memory of the store, sha only.
-func (e *Engine) listRemote(ctx context.Context) (map[string]RemoteFile, error) {
-	all, err := e.tree.Reload(ctx) // the index holds this snapshot, no more
+// listRemote lists every memory of the store: sha only, or, when the
+// manifest is empty (a first download, where every memory is likely to be
+// pulled), with contents. Into an empty directory (streamDownloads) each
+// page's memories are written while the next page is fetched; otherwise
+// the contents are kept for the round's downloads (up to prefetchBudget
+// bytes; the rest is fetched as usual).
+func (e *Engine) listRemote(ctx context.Context, scan *Scan) (map[string]RemoteFile, error) {
+	e.pre = nil
+	view := trove.ViewBasic
+	var each func(*trove.Memory)
+	wait := func() {}
+	if len(e.man.Entries) == 0 {
+		view = trove.ViewFull
+		if len(scan.Files) == 0 && len(scan.Blocked) == 0 && len(scan.Skipped) == 0 {
+			each, wait = e.streamDownloads(ctx, scan)
+		} else {
+			held := 0
+			e.pre = map[string]*trove.Memory{}
+			each = func(m *trove.Memory) {
+				if m.Content != nil && held+m.SizeBytes <= prefetchBudget {
+					c := *m
+					e.pre[m.ID] = &c
+					held += m.SizeBytes
+				}
+			}
+		}
+	}
+	all, err := e.tree.ReloadView(ctx, view, each) // the index holds this snapshot, no more
+	wait()
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]RemoteFile, len(all))
-	for _, m := range all {
+	for i := range all {
+		m := &all[i]
 		out[m.Path] = RemoteFile{ID: m.ID, SHA: m.SHA256, Size: m.SizeBytes}
 	}
 	return out, nil
+}
+
+// streamDownloads is the first download into an empty directory, in step
+// with the listing: with no manifest entry and no local file, the plan of
+// every listed memory (but those round leaves out: unrepresentable paths,
+// temp-file names) is one download, so each is written as its page
+// arrives, applyConcurrency at a time, and recorded as agreed (manifest
+// entry) and as seen by the scan (so the round's plan finds nothing left to
+// do for it). A memory whose write fails is left to the round's plan, which
+// retries it as a download and reports what fails again. send gives a
+// memory to the writers; wait returns once every write is done.
+func (e *Engine) streamDownloads(ctx context.Context, scan *Scan) (send func(*trove.Memory), wait func()) {
+	work := make(chan *trove.Memory)
+	var wg sync.WaitGroup
+	for range streamWriters {
+		wg.Go(func() {
+			for m := range work {
+				if ctx.Err() != nil || m.Content == nil {
+					continue
+				}
+				b := []byte(*m.Content)
+				key, err := e.writeLocal(m.Path, b, "")
+				if err != nil {
+					continue
+				}
+				e.agree(m.Path, m.ID, m.SHA256, nil, &key)
+				e.amu.Lock()
+				en := e.man.Entries[m.Path]
+				scan.Files[m.Path] = LocalFile{SHA: m.SHA256, Size: int64(len(b)), Stat: key, HashedAt: en.HashedAt}
+				e.rep.count(KindDownload)
+				e.amu.Unlock()
+			}
+		})
+	}
+	send = func(m *trove.Memory) {
+		if storetree.LocalProblem(m.Path) != "" || isTempName(path.Base(m.Path)) {
+			return
+		}
+		work <- m
+	}
+	return send, func() { close(work); wg.Wait() }
 }
 
 // prefetch fetches the contents the round's downloads need: with a full
@@ -546,10 +628,17 @@ func (e *Engine) prefetch(ctx context.Context, acts []Action) {
 	}
 	got := map[string]*trove.Memory{}
 	defer func() { e.pre = got }()
+	held := 0                  // content bytes held in memory
+	for id, m := range e.pre { // kept by the listing
+		if need[id] {
+			got[id] = m
+			held += m.SizeBytes
+			delete(need, id)
+		}
+	}
 	if len(need) == 0 {
 		return
 	}
-	held := 0 // content bytes held in memory
 	if len(need) > 64 && len(need)*4 > len(e.remote) {
 		// Past the budget the listing stops; the rest is fetched one by
 		// one. A failed listing leaves the downloads to fetch one by one.
@@ -640,6 +729,58 @@ func (e *Engine) hasDir(d string) bool {
 	return e.dirs[d]
 }
 
+// dirRoot returns a handle on directory d (relative to the synced
+// directory, "." for itself), opened once per round, so that writing a
+// file there does not re-walk its path in every call (os.Root opens each
+// component per operation). A directory the round removes loses its
+// handle (dropDirRoot); closeDirRoots ends the round's handles.
+func (e *Engine) dirRoot(d string) (*os.Root, error) {
+	if d == "." {
+		return e.root, nil
+	}
+	e.amu.Lock()
+	r := e.droots[d]
+	e.amu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	r, err := e.root.OpenRoot(d)
+	if err != nil {
+		return nil, err
+	}
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	if old := e.droots[d]; old != nil {
+		r.Close()
+		return old, nil
+	}
+	if e.droots == nil {
+		e.droots = map[string]*os.Root{}
+	}
+	e.droots[d] = r
+	return r, nil
+}
+
+// dropDirRoot closes the handle on directory d, if any.
+func (e *Engine) dropDirRoot(d string) {
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	if r := e.droots[d]; r != nil {
+		r.Close()
+		delete(e.droots, d)
+	}
+}
+
+// closeDirRoots closes every directory handle of the round.
+func (e *Engine) closeDirRoots() {
+	e.amu.Lock()
+	defer e.amu.Unlock()
+	for _, r := range e.droots {
+		r.Close()
+	}
+	e.droots = nil
+}
+
 // writeLocal atomically replaces the file at p with b, provided the file
 // still holds expectSHA ("" : provided it is still absent). It returns the
 // new file's stat key, or errRace when the local file changed.
@@ -654,41 +795,53 @@ func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, erro
 		e.dirs[dir] = true
 		e.amu.Unlock()
 	}
+	d, err := e.dirRoot(dir)
+	if err != nil {
+		return StatKey{}, err
+	}
+	name := path.Base(r)
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
-	f, err := e.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp := tempPrefix + hex.EncodeToString(rnd[:]) + tempSuffix
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return StatKey{}, err
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()
-		e.root.Remove(tmp)
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
+	if syncEachFile {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			d.Remove(tmp)
+			return StatKey{}, err
+		}
+	}
 	if err := f.Close(); err != nil {
-		e.root.Remove(tmp)
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
 	// Re-check the target just before replacing it: never overwrite bytes
 	// the planner did not see.
 	if expectSHA == "" {
-		if _, err := e.root.Lstat(r); !errors.Is(err, fs.ErrNotExist) {
-			e.root.Remove(tmp)
+		if _, err := d.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+			d.Remove(tmp)
 			return StatKey{}, errRace
 		}
 	} else if _, err := e.readExpect(p, expectSHA); err != nil {
-		e.root.Remove(tmp)
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
-	if err := e.root.Rename(tmp, r); err != nil {
-		e.root.Remove(tmp)
+	if err := d.Rename(tmp, name); err != nil {
+		d.Remove(tmp)
 		return StatKey{}, err
 	}
 	e.amu.Lock()
 	e.wrote = true
 	e.amu.Unlock()
-	fi, err := e.root.Lstat(r)
+	fi, err := d.Lstat(name)
 	if err != nil {
 		return StatKey{}, err
 	}
@@ -849,6 +1002,7 @@ func (e *Engine) removeEmptyParents(p string) {
 		if e.root.Remove(d) != nil { // fails unless empty
 			return
 		}
+		e.dropDirRoot(d)
 		e.amu.Lock()
 		delete(e.dirs, d)
 		e.amu.Unlock()
@@ -866,7 +1020,7 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 		return err
 	}
 	remote := []byte(*m.Content)
-	if base, ok := e.objs.get(a.BaseSHA); ok {
+	if base, ok := e.base(ctx, m.ID, a.BaseSHA); ok {
 		if merged, clean := Merge3(base, local, remote); clean && contentProblem(merged, e.o.Limits) == "" {
 			s := string(merged)
 			nm, err := e.tree.Update(ctx, m.ID, trove.UpdateMemoryParams{Content: &s, PreconditionSHA256: m.SHA256})
@@ -889,6 +1043,43 @@ func (e *Engine) merge(ctx context.Context, a Action) error {
 		}
 	}
 	return e.conflict(ctx, a, local, m)
+}
+
+// baseVersionPages bounds how many pages of a memory's history (newest
+// first) base reads looking for the base.
+const baseVersionPages = 5
+
+// base returns the bytes both sides last agreed on for memory id (sha):
+// the base object when one was kept (what this engine uploaded), else the
+// memory's version holding them in the store's history (what it
+// downloaded). false when neither has them (redacted, pruned, older than
+// baseVersionPages pages): the merge becomes a conflict copy.
+func (e *Engine) base(ctx context.Context, id, sha string) ([]byte, bool) {
+	if b, ok := e.objs.get(sha); ok {
+		return b, true
+	}
+	if sha == "" {
+		return nil, false
+	}
+	cursor := ""
+	for range baseVersionPages {
+		pg, err := e.o.Services.ListVersions(ctx, e.o.StoreID, trove.ListVersionsParams{MemoryID: id, View: trove.ViewFull, Limit: e.o.Limits.MaxFullPageSize, Cursor: cursor})
+		if err != nil {
+			return nil, false
+		}
+		for _, v := range pg.Data {
+			if v.SHA256 != nil && *v.SHA256 == sha && v.Content != nil {
+				if b := []byte(*v.Content); hashBytes(b) == sha {
+					return b, true
+				}
+			}
+		}
+		if pg.NextPage == "" {
+			return nil, false
+		}
+		cursor = pg.NextPage
+	}
+	return nil, false
 }
 
 // conflict keeps the store's version m at a.Path and saves the local bytes
@@ -1018,7 +1209,10 @@ func (e *Engine) download(ctx context.Context, a Action) error {
 	if err != nil {
 		return err
 	}
-	e.agree(a.Path, m.ID, m.SHA256, content, &key)
+	// No base object: the store holds these bytes as a version, where a
+	// later merge finds them (base); a download of many memories makes
+	// one file per memory, not two.
+	e.agree(a.Path, m.ID, m.SHA256, nil, &key)
 	return nil
 }
 

@@ -35,7 +35,8 @@ type Entry struct {
 	// MemoryID is the memory the path is bound to ("" when none yet).
 	MemoryID string `json:"memory_id,omitempty"`
 	// BaseSHA is the content hash both sides last agreed on ("" = none). Its
-	// bytes are kept in objects/ for three-way merges.
+	// bytes, for three-way merges, are in objects/ when this engine uploaded
+	// them, else in the memory's version history (Engine.base).
 	BaseSHA string `json:"base_sha,omitempty"`
 	// Stat cache: the local file's identity when it was hashed to LocalSHA,
 	// and the wall-clock time of that hashing.

@@ -51,6 +51,9 @@ type Scan struct {
 	Blocked []string
 	// Hashed counts files read during the scan.
 	Hashed int
+	// Temps are the engine's temp files found (relative paths), left by
+	// an interrupted write: never synced, removed by the engine.
+	Temps []string
 }
 
 // Problem is a path the engine will not sync and why.
@@ -83,7 +86,13 @@ func (s *scanner) scan() (*Scan, error) {
 			}
 			return nil
 		}
-		if rel == "." || d.IsDir() || isTempName(d.Name()) {
+		if rel == "." || d.IsDir() {
+			return nil
+		}
+		if isTempName(d.Name()) {
+			if d.Type().IsRegular() {
+				out.Temps = append(out.Temps, rel)
+			}
 			return nil
 		}
 		p := "/" + rel

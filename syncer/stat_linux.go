@@ -19,6 +19,10 @@ func statKey(fi fs.FileInfo) StatKey {
 	return k
 }
 
+// syncEachFile: on Linux one syncfs (syncFS) flushes every file a pass
+// wrote, so none is fsynced on its own.
+const syncEachFile = false
+
 // syncFS flushes the file system holding dir (one syncfs call instead of an
 // fsync per written file).
 func syncFS(dir string) error {

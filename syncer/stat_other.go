@@ -11,8 +11,13 @@ func statKey(fi fs.FileInfo) StatKey {
 	return StatKey{Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano()}
 }
 
-// syncFS flushes dir's file system; elsewhere than Linux it syncs the
-// directory only (best effort).
+// syncEachFile: without syncfs, each file the engine writes is fsynced
+// before its rename, and syncFS flushes the directories.
+const syncEachFile = true
+
+// syncFS flushes what the pass wrote: elsewhere than Linux the files were
+// fsynced one by one (syncEachFile), and this syncs the directory (best
+// effort: not every system can fsync a directory).
 func syncFS(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {

@@ -324,12 +324,16 @@ func (db *DB) withReader(ctx context.Context, f func(rc *readConn) (healthy bool
 	var rc *readConn
 	var ok bool
 	select {
-	case rc, ok = <-db.readers:
-		if !ok {
-			return errClosed
+	case rc, ok = <-db.readers: // an idle connection: no need to watch ctx (its Done channel costs an allocation)
+	default:
+		select {
+		case rc, ok = <-db.readers:
+		case <-ctx.Done():
+			return ctxError(ctx.Err())
 		}
-	case <-ctx.Done():
-		return ctxError(ctx.Err())
+	}
+	if !ok {
+		return errClosed
 	}
 	healthy := false
 	defer func() {
