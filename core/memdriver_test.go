@@ -39,14 +39,15 @@ type memState struct {
 	versions map[string]trove.MemoryVersion
 	keys     map[string]memKey
 	sessions map[string]memSession
-	seqs     map[string]int64 // store ID → the last Seq handed out
+	seqs     map[string]int64  // store ID → the last Seq handed out
+	heads    map[string][]byte // store ID → the chain hash of its newest version
 }
 
 func newMemDriver() *memDriver {
 	return &memDriver{st: &memState{
 		stores: map[string]trove.Store{}, memories: map[string]trove.Memory{},
 		versions: map[string]trove.MemoryVersion{}, keys: map[string]memKey{}, sessions: map[string]memSession{},
-		seqs: map[string]int64{},
+		seqs: map[string]int64{}, heads: map[string][]byte{},
 	}}
 }
 
@@ -71,7 +72,7 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 	c := &memState{
 		stores: maps.Clone(d.st.stores), memories: maps.Clone(d.st.memories),
 		versions: maps.Clone(d.st.versions), keys: maps.Clone(d.st.keys), sessions: maps.Clone(d.st.sessions),
-		seqs: maps.Clone(d.st.seqs),
+		seqs: maps.Clone(d.st.seqs), heads: maps.Clone(d.st.heads),
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err
@@ -169,6 +170,7 @@ func (t *memTx) StoreDelete(ctx context.Context, id string) error {
 	maps.DeleteFunc(t.st.memories, func(_ string, m trove.Memory) bool { return m.StoreID == id })
 	maps.DeleteFunc(t.st.versions, func(_ string, v trove.MemoryVersion) bool { return v.StoreID == id })
 	delete(t.st.seqs, id)
+	delete(t.st.heads, id)
 	return nil
 }
 
@@ -270,6 +272,9 @@ func (t *memTx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error
 	}
 	t.st.seqs[v.StoreID]++
 	v.Seq = t.st.seqs[v.StoreID]
+	v.LeafHash = trove.VersionLeafHash(v)
+	v.ChainHash = trove.VersionChainHash(t.st.heads[v.StoreID], v.Seq, v.LeafHash)
+	t.st.heads[v.StoreID] = v.ChainHash
 	t.st.versions[v.ID] = *v
 	return nil
 }
@@ -440,4 +445,57 @@ func (t *memTx) SessionEnd(ctx context.Context, id string, at time.Time) error {
 		t.st.sessions[id] = s
 	}
 	return nil
+}
+
+func (t *memTx) StoreHead(ctx context.Context, storeID string) (int64, []byte, error) {
+	if _, ok := t.st.stores[storeID]; !ok {
+		return 0, nil, notFound("memory store", storeID)
+	}
+	return t.st.seqs[storeID], t.st.heads[storeID], nil
+}
+
+func (t *memTx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (int64, error) {
+	var seq int64
+	for _, v := range t.st.versions {
+		if v.StoreID == storeID && !v.CreatedAt.After(at) && v.Seq > seq {
+			seq = v.Seq
+		}
+	}
+	return seq, nil
+}
+
+func (t *memTx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]trove.MemoryVersion, error) {
+	newest := map[string]trove.MemoryVersion{}
+	for _, v := range t.st.versions {
+		if v.StoreID != p.StoreID || v.Seq > p.Seq || (p.MemoryID != "" && v.MemoryID != p.MemoryID) {
+			continue
+		}
+		if w, ok := newest[v.MemoryID]; !ok || v.Seq > w.Seq {
+			newest[v.MemoryID] = v
+		}
+	}
+	key := func(v trove.MemoryVersion) string {
+		if v.Path == nil {
+			return ""
+		}
+		return *v.Path
+	}
+	out := []trove.MemoryVersion{}
+	for _, v := range newest {
+		switch {
+		case v.Operation == trove.OpDeleted,
+			p.Path != "" && key(v) != p.Path,
+			p.Prefix != "" && (v.Path == nil || !strings.HasPrefix(*v.Path, p.Prefix)),
+			p.After != nil && cmp.Or(strings.Compare(key(v), p.After.Path), strings.Compare(v.MemoryID, p.After.MemoryID)) <= 0:
+			continue
+		}
+		out = append(out, *verOut(v, p.WithContent))
+	}
+	slices.SortFunc(out, func(a, b trove.MemoryVersion) int {
+		return cmp.Or(strings.Compare(key(a), key(b)), strings.Compare(a.MemoryID, b.MemoryID))
+	})
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
 }

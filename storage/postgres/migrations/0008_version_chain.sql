@@ -1,0 +1,23 @@
+-- 0008: the time machine. Every version carries its leaf hash
+-- (trove.VersionLeafHash, computed at insert and kept through redaction) and
+-- its chain hash (trove.VersionChainHash over the previous version of its
+-- store, computed by the insert statement itself as
+-- sha256(prev || int8send(seq) || leaf)), and version_seqs keeps the
+-- store's newest chain hash (head), so an insert links to it in the same
+-- statement that takes its seq. Versions written before this migration
+-- keep NULL hashes: the chain of an existing store starts at its first
+-- version written afterwards, from trove.GenesisHash, and `trove audit
+-- verify` reports the older versions as predating the chain.
+--
+-- A forked memory's first version names its source (origin_*).
+--
+-- versions_by_memory_seq serves as-of reads: the newest version of each
+-- memory at or below a seq.
+
+ALTER TABLE versions
+    ADD COLUMN leaf_hash bytea,
+    ADD COLUMN chain_hash bytea,
+    ADD COLUMN origin_store_id text,
+    ADD COLUMN origin_version_id text;
+ALTER TABLE version_seqs ADD COLUMN head bytea;
+CREATE INDEX versions_by_memory_seq ON versions (store_id, memory_id, seq);

@@ -1,0 +1,21 @@
+-- 0008: the time machine. Every version carries its leaf hash
+-- (trove.VersionLeafHash, computed at insert and kept through redaction) and
+-- its chain hash (trove.VersionChainHash over the previous version of its
+-- store), and version_seqs keeps the store's newest chain hash (head), so
+-- an insert links to it without reading versions (retention may have
+-- deleted the previous version). Versions written before this migration
+-- keep NULL hashes: the chain of an existing store starts at its first
+-- version written afterwards, from trove.GenesisHash, and `trove audit
+-- verify` reports the older versions as predating the chain.
+--
+-- A forked memory's first version names its source (origin_*).
+--
+-- versions_by_memory_seq serves as-of reads: the newest version of each
+-- memory at or below a seq.
+
+ALTER TABLE versions ADD COLUMN leaf_hash BLOB;
+ALTER TABLE versions ADD COLUMN chain_hash BLOB;
+ALTER TABLE versions ADD COLUMN origin_store_id TEXT;
+ALTER TABLE versions ADD COLUMN origin_version_id TEXT;
+ALTER TABLE version_seqs ADD COLUMN head BLOB;
+CREATE INDEX versions_by_memory_seq ON versions (store_id, memory_id, seq);
