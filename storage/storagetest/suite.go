@@ -45,6 +45,8 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"VersionDeleteExpired", testDeleteExpired},
 		{"VersionSeq", testVersionSeq},
 		{"VersionSeqConcurrent", testVersionSeqConcurrent},
+		{"VersionChain", testVersionChain},
+		{"VersionAsOf", testVersionAsOf},
 		{"Keys", testKeys},
 		{"Sessions", testSessions},
 		{"WriteReturnsFnErrorAndRollsBack", testWriteFnError},
