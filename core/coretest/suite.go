@@ -71,6 +71,8 @@ var tests = []struct {
 	{"DirSession", testDirSession},
 	{"DirPaging", testDirPaging},
 	{"DirConcurrentCreate", testDirConcurrentCreate},
+	// The time machine (history.go)
+	{"AsOfModel", testAsOfModel},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},
