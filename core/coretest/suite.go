@@ -73,6 +73,9 @@ var tests = []struct {
 	{"DirConcurrentCreate", testDirConcurrentCreate},
 	// The time machine (history.go)
 	{"AsOfModel", testAsOfModel},
+	{"Fork", testFork},
+	{"Audit", testAudit},
+	{"RollbackPoisonedSession", testRollbackPoisonedSession},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},
