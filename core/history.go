@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aymanbagabas/go-udiff"
 
@@ -680,8 +681,12 @@ const verifyPage = 1000
 // (trove.VersionChainHash), and finally that the store's head is the
 // newest version's chain hash. Across a gap in the Seq numbers (retention
 // deleted versions) a link cannot be checked: the gap is listed and the
-// check restarts from the next version's stored chain hash. Versions
-// written before the chain existed (no hashes) are counted as Unchained.
+// check restarts from the next version's stored chain hash; but a gap
+// right after a version younger than Limits.VersionRetention cannot come
+// from retention and is a break. Versions written before the chain existed
+// (no hashes) are counted as Unchained. The chain detects a change to
+// rows; a rewrite of a whole suffix of the history together with the head
+// is detected only against a head recorded elsewhere (AuditReport.Head).
 // ENOTFOUND for a store the caller cannot read.
 func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.AuditReport, error) {
 	pr, err := principal(ctx)
@@ -719,6 +724,10 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 				v := &page[i]
 				if v.Seq != lastSeq+1 {
 					out.Gaps = append(out.Gaps, [2]int64{lastSeq + 1, v.Seq - 1})
+					if s.deletedOutsideRetention(last) {
+						fail(v, "versions %d to %d before this one are missing, but they were written after version %d (%s), within the retention period: they were deleted outside retention", lastSeq+1, v.Seq-1, lastSeq, last.CreatedAt.Format(time.RFC3339))
+						break
+					}
 				}
 				linked := v.Seq == lastSeq+1
 				if !s.verifyOne(v, prev, linked, out, fail) {
@@ -735,6 +744,9 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 		}
 		if lastSeq < headSeq {
 			out.Gaps = append(out.Gaps, [2]int64{lastSeq + 1, headSeq})
+			if s.deletedOutsideRetention(last) {
+				fail(last, "the newest versions %d to %d are missing, but they were written after this version (%s), within the retention period: they were deleted outside retention", lastSeq+1, headSeq, last.CreatedAt.Format(time.RFC3339))
+			}
 		} else if last != nil && prev != nil && !bytes.Equal(prev, head) {
 			fail(last, "the store's recorded head %x is not this newest version's chain hash %x: the newest versions or the head were altered", head, prev)
 		}
@@ -745,6 +757,14 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 	}
 	out.OK = out.Break == nil
 	return out, nil
+}
+
+// deletedOutsideRetention reports whether versions missing right after
+// last cannot have been deleted by retention: they were written after last
+// (seq order is commit order), and last itself is younger than the
+// retention period, so retention has not reached them.
+func (s *Service) deletedOutsideRetention(last *trove.MemoryVersion) bool {
+	return last != nil && last.CreatedAt.After(s.now().Add(-s.limits.VersionRetention))
 }
 
 // verifyOne checks one version; it reports a break through fail and
