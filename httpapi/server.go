@@ -189,6 +189,9 @@ func NewServer(cfg Config) *Server {
 	add("POST", store+"/memory_versions/{memory_version_id}/redact", kindMemory, s.redactVersion)
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/rename", kindTrove, s.renameDirectory)
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/delete", kindTrove, s.deleteDirectory)
+	if h, ok := cfg.Services.(trove.HistoryService); ok {
+		s.addHistoryRoutes(h, add) // history.go
+	}
 	if s.sess != nil {
 		add("POST", "/trove/v1/sessions", kindTrove, s.createSession)
 		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)
