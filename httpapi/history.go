@@ -499,3 +499,25 @@ func (c *Client) VerifyStore(ctx context.Context, storeID string) (*trove.AuditR
 	}
 	return out, nil
 }
+
+// Wire shapes of the time machine for callers outside the server (the trove
+// CLI's -o json), rendered by encoding/json exactly as the server answers.
+
+// WireAsOfPage is a listing as of a moment: {"seq", "data", "next_page"}.
+func WireAsOfPage(p *trove.AsOfPage) any { return asOfPageToWire(p) }
+
+// WireHistVersion is a version as the time machine's endpoints answer it
+// (the /v1 version plus seq, hashes and origin).
+func WireHistVersion(v *trove.MemoryVersion) any { return histVersionToWire(v) }
+
+// WireStoreDiff is a diff between two moments.
+func WireStoreDiff(d *trove.StoreDiff) any { return storeDiffToWire(d) }
+
+// WireForkResult is the answer to a fork.
+func WireForkResult(r *trove.ForkResult) any { return forkResultToWire(r) }
+
+// WireRollbackResult is the answer to a rollback.
+func WireRollbackResult(r *trove.RollbackResult) any { return rollbackResultToWire(r) }
+
+// WireAuditReport is the answer to an audit verification.
+func WireAuditReport(r *trove.AuditReport) any { return auditReportToWire(r) }

@@ -51,6 +51,9 @@ func commands(e *env) []*cobra.Command {
 		newImportCmd(e),
 		newApplyCmd(e),
 		newVersionCmd(e),
+		newDiffCmd(e),
+		newRollbackCmd(e),
+		newAuditCmd(e),
 	}
 }
 
