@@ -323,7 +323,7 @@ func ptrEqual[T comparable](a, b *T) bool {
 }
 
 // forkPage is how many source memories a fork reads at a time.
-const forkPage = 500
+const forkPage = 2000
 
 // ForkStore creates a store holding the source store's memories as of
 // p.AsOf (trove.HistoryService), in one transaction: the new store and,
@@ -386,6 +386,8 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 			if err != nil {
 				return err
 			}
+			var ms []*trove.Memory
+			var vs []*trove.MemoryVersion
 			for i := range page {
 				v := &page[i]
 				if v.RedactedAt != nil || v.Path == nil || v.Content == nil {
@@ -401,15 +403,13 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 					SizeBytes: len(content), SHA256: *v.SHA256, VersionID: trove.NewID(trove.PrefixVersion, now),
 					CreatedAt: now, UpdatedAt: now,
 				}
-				if err := tx.MemoryInsert(ctx, m); err != nil {
-					return err
-				}
 				ver := versionOf(m, trove.OpCreated, pr)
 				ver.Origin = &trove.VersionOrigin{StoreID: storeID, VersionID: v.ID}
-				if err := tx.VersionInsert(ctx, ver); err != nil {
-					return err
-				}
+				ms, vs = append(ms, m), append(vs, ver)
 				out.Copied++
+			}
+			if err := tx.MemoryInsertBatch(ctx, ms, vs); err != nil {
+				return err
 			}
 			if len(page) < forkPage {
 				return nil

@@ -499,3 +499,15 @@ func (t *memTx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([
 	}
 	return out, nil
 }
+
+func (t *memTx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*trove.MemoryVersion) error {
+	for i := range ms {
+		if err := t.MemoryInsert(ctx, ms[i]); err != nil {
+			return err
+		}
+		if err := t.VersionInsert(ctx, vs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

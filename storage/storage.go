@@ -81,6 +81,12 @@ type Tx interface {
 
 	// MemoryInsert inserts m with content *m.Content (m.Content is not nil).
 	MemoryInsert(ctx context.Context, m *trove.Memory) error
+	// MemoryInsertBatch inserts memories, each with its first version: vs[i]
+	// belongs to ms[i], all of one store. Its effects and errors are those
+	// of MemoryInsert(ms[i]) then VersionInsert(vs[i]) for each i in order
+	// (every version's Seq, LeafHash and ChainHash set), in fewer
+	// statements: ForkStore copies a whole store with it.
+	MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*trove.MemoryVersion) error
 	// MemoryGet returns a live memory, with Content filled when withContent.
 	MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error)
 	// MemoryGetByPath returns the live memory at path, or ENOTFOUND.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -75,4 +76,21 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 		out = append(out, v)
 	}
 	return out, translate(rows.Err())
+}
+
+// MemoryInsertBatch inserts each memory and its version in turn: SQLite
+// statements run in-process, so a loop costs what one statement would.
+func (t *tx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*trove.MemoryVersion) error {
+	if len(ms) != len(vs) {
+		return fmt.Errorf("sqlite: MemoryInsertBatch of %d memories with %d versions", len(ms), len(vs))
+	}
+	for i := range ms {
+		if err := t.MemoryInsert(ctx, ms[i]); err != nil {
+			return err
+		}
+		if err := t.VersionInsert(ctx, vs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

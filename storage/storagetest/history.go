@@ -223,3 +223,69 @@ func testVersionAsOf(t *testing.T, d storage.Driver) {
 		return nil
 	})
 }
+
+// testMemoryInsertBatch checks that a batch insert equals MemoryInsert then
+// VersionInsert per pair: memories readable, versions numbered after the
+// store's newest and chained from its head, the head advanced, the next
+// single insert chained after the batch, and a path taken refused as
+// EPATHCONFLICT with nothing written.
+func testMemoryInsertBatch(t *testing.T, d storage.Driver) {
+	s := insertStore(t, d, newStore("wrkspc_a", secs(0)))
+	first, _ := insertMemory(t, d, s.ID, "/first", "one", secs(1))
+	var ms []*trove.Memory
+	var vs []*trove.MemoryVersion
+	for i := range 5 {
+		m, v := newMemory(s.ID, "/batch/"+string(rune('a'+i)), "content "+string(rune('a'+i)), secs(10+i))
+		v.Origin = &trove.VersionOrigin{StoreID: "memstore_src", VersionID: "memver_src"}
+		ms, vs = append(ms, m), append(vs, v)
+	}
+	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.MemoryInsertBatch(ctx, ms, vs) })
+	var prev []byte
+	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+		all, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: s.ID, WithContent: true})
+		if err != nil {
+			return err
+		}
+		if len(all) != 6 {
+			t.Fatalf("%d versions after a batch of 5, want 6", len(all))
+		}
+		for i, v := range all {
+			if v.Seq != int64(i+1) || !bytes.Equal(v.LeafHash, trove.VersionLeafHash(&v)) || !bytes.Equal(v.ChainHash, trove.VersionChainHash(prev, v.Seq, v.LeafHash)) {
+				t.Errorf("version %d after the batch: seq %d, hashes do not chain", i, v.Seq)
+			}
+			if i > 0 && (!bytes.Equal(v.ChainHash, vs[i-1].ChainHash) || vs[i-1].Seq != v.Seq || !gocmp.Equal(v.Origin, vs[i-1].Origin) || *v.Content != *vs[i-1].Content) {
+				t.Errorf("batch version %d read back differs from what MemoryInsertBatch set: %+v", i-1, v)
+			}
+			prev = v.ChainHash
+		}
+		seq, head, err := tx.StoreHead(ctx, s.ID)
+		if err != nil || seq != 6 || !bytes.Equal(head, prev) {
+			t.Errorf("StoreHead after the batch = %d, %x, %v; want 6, %x", seq, head, err, prev)
+		}
+		for _, m := range ms {
+			got, err := tx.MemoryGet(ctx, s.ID, m.ID, true)
+			if err != nil || *got.Content != *m.Content || got.Path != m.Path || got.VersionID != m.VersionID {
+				t.Errorf("MemoryGet(%s) after the batch = %+v, %v", m.ID, got, err)
+			}
+		}
+		if n, err := tx.MemoryCount(ctx, s.ID); err != nil || n != 6 {
+			t.Errorf("MemoryCount after the batch = %d, %v; want 6", n, err)
+		}
+		return nil
+	})
+	_, v := insertMemory(t, d, s.ID, "/after", "after", secs(30))
+	if v.Seq != 7 || !bytes.Equal(v.ChainHash, trove.VersionChainHash(prev, 7, v.LeafHash)) {
+		t.Errorf("the insert after the batch: seq %d, chain not linked to the batch's last version", v.Seq)
+	}
+	m, bad := newMemory(s.ID, first.Path, "clash", secs(40))
+	err := d.Write(context.Background(), func(tx storage.Tx) error {
+		return tx.MemoryInsertBatch(context.Background(), []*trove.Memory{m}, []*trove.MemoryVersion{bad})
+	})
+	wantCode(t, "MemoryInsertBatch onto a taken path", err, trove.EPATHCONFLICT)
+	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+		if seq, _, _ := tx.StoreHead(ctx, s.ID); seq != 7 {
+			t.Errorf("a refused batch moved the store's seq to %d", seq)
+		}
+		return nil
+	})
+}
