@@ -21,3 +21,25 @@ ALTER TABLE versions
     ADD COLUMN origin_version_id text;
 ALTER TABLE version_seqs ADD COLUMN head bytea;
 CREATE INDEX versions_by_memory_seq ON versions (store_id, memory_id, seq);
+
+-- MemoryInsertBatch inserts thousands of memories in one statement; the
+-- row trigger of 0002 would update the store's counter row once per memory,
+-- and repeated updates of one row in one transaction cost more each time
+-- (quadratic). The batch sets trove.bulk_count for its statement and adds
+-- the count itself in one update.
+CREATE OR REPLACE FUNCTION trove_memory_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('trove.bulk_count', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        UPDATE stores SET memory_count = memory_count + 1 WHERE id = NEW.store_id;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE stores SET memory_count = memory_count - 1 WHERE id = OLD.store_id;
+    ELSIF OLD.store_id <> NEW.store_id THEN
+        UPDATE stores SET memory_count = memory_count - 1 WHERE id = OLD.store_id;
+        UPDATE stores SET memory_count = memory_count + 1 WHERE id = NEW.store_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
