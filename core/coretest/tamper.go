@@ -1,11 +1,14 @@
 package coretest
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"testing"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
 )
@@ -135,5 +138,52 @@ func Tamper(t *testing.T, open Opener, exec Exec) {
 				t.Fatalf("VerifyStore of the untouched store = %+v, %v", rep, err)
 			}
 		})
+	}
+}
+
+// LegacyHistory checks a store whose first legacy versions were written
+// before the hash chain existed (a database migrated to schema 8 with
+// data): VerifyStore passes, counting them as Unchained; the store as of
+// its newest legacy version lists its memories; the next write starts the
+// chain from trove.GenesisHash and verifies; and a memory created after it
+// counts toward the store's memories. d is the migrated driver, the store
+// is workspaceID's.
+func LegacyHistory(t *testing.T, d storage.Driver, workspaceID, storeID string, legacy int, livePaths []string) {
+	t.Helper()
+	e := newEnv(t, func(*testing.T) storage.Driver { return d }, trove.Limits{})
+	ctx, _ := e.keyCtx(t, workspaceID)
+	rep, err := e.svc.VerifyStore(ctx, storeID)
+	if err != nil || !rep.OK || rep.Unchained != legacy || rep.Verified != 0 || rep.Head != "" {
+		t.Fatalf("VerifyStore of the migrated store = %+v, %v; want OK, %d unchained", rep, err, legacy)
+	}
+	page, err := e.svc.ListMemoriesAsOf(ctx, storeID, trove.Moment{Seq: int64(legacy)}, trove.ListMemoriesParams{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range page.Data {
+		got = append(got, *v.Path)
+	}
+	if !gocmp.Equal(got, livePaths) {
+		t.Errorf("as of the newest legacy version: %v, want %v", got, livePaths)
+	}
+	m, err := e.svc.CreateMemory(ctx, storeID, trove.CreateMemoryParams{Path: "/after-migration", Content: "chained"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.svc.GetVersion(ctx, storeID, m.VersionID, trove.ViewBasic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Seq != int64(legacy+1) || !bytes.Equal(v.ChainHash, trove.VersionChainHash(nil, v.Seq, v.LeafHash)) {
+		t.Errorf("first version after the migration: seq %d, chain %x; want seq %d chained from the genesis hash", v.Seq, v.ChainHash, legacy+1)
+	}
+	rep, err = e.svc.VerifyStore(ctx, storeID)
+	if err != nil || !rep.OK || rep.Unchained != legacy || rep.Verified != 1 || rep.Head != hex.EncodeToString(v.ChainHash) {
+		t.Fatalf("VerifyStore after a write = %+v, %v; want OK, %d unchained, 1 verified", rep, err, legacy)
+	}
+	all := e.allMemories(t, ctx, storeID, trove.ListMemoriesParams{Limit: 100})
+	if len(all) != len(livePaths)+1 {
+		t.Errorf("%d memories after the write, want %d", len(all), len(livePaths)+1)
 	}
 }
