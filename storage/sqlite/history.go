@@ -28,7 +28,7 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 }
 
 // VersionAsOf returns each memory's newest version with seq <= p.Seq that
-// is not a deletion: the newest seq per memory from versions_by_memory_seq,
+// is not a deletion: the newest seq per memory from the versions_by_seq range,
 // then the version by versions_by_seq.
 func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]trove.MemoryVersion, error) {
 	content := "NULL"

@@ -11,8 +11,9 @@
 --
 -- A forked memory's first version names its source (origin_*).
 --
--- versions_by_memory_seq serves as-of reads: the newest version of each
--- memory at or below a seq.
+-- No index is added for as-of reads: they group the range of
+-- versions_by_seq (store_id, seq <= S) by memory, or for one memory read
+-- its versions through versions_by_memory, so writes pay for no new index.
 
 ALTER TABLE versions
     ADD COLUMN leaf_hash bytea,
@@ -20,7 +21,6 @@ ALTER TABLE versions
     ADD COLUMN origin_store_id text,
     ADD COLUMN origin_version_id text;
 ALTER TABLE version_seqs ADD COLUMN head bytea;
-CREATE INDEX versions_by_memory_seq ON versions (store_id, memory_id, seq);
 
 -- MemoryInsertBatch inserts thousands of memories in one statement; the
 -- row trigger of 0002 would update the store's counter row once per memory,
