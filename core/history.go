@@ -20,6 +20,13 @@ import (
 
 var _ trove.HistoryService = (*Service)(nil)
 
+// asOfMaxPage is the largest page of an as-of listing (basic view; a
+// full view is capped at MaxFullPageSize as elsewhere). Every page is one
+// pass over the store's history up to the moment (the newest version of
+// each memory, then sorted by path), so whole-store listings take large
+// pages.
+const asOfMaxPage = 1000
+
 // kindAsOf is the cursor kind of an as-of listing:
 // {"v":1,"k":"a","t":"<seq>","f":"<path>","i":"<memory id>"}.
 const kindAsOf = "a"
@@ -63,9 +70,10 @@ func resolveMoment(ctx context.Context, tx storage.Tx, storeID string, m trove.M
 // ListMemoriesAsOf lists the store as of a moment (trove.HistoryService):
 // for each memory then present, the version current at that moment, in
 // ascending path order, redacted versions (path gone) first and only when
-// PathPrefix is the whole store. Paging as in ListMemories; a cursor keeps
-// the moment it was issued for. EINVALID for a Depth other than 0, a bad
-// prefix, limit, view, cursor or moment; ENOTFOUND for a store the caller
+// PathPrefix is the whole store. Paging as in ListMemories, but a basic page
+// may hold up to 1,000 (each page is one pass over the history); a cursor
+// keeps the moment it was issued for. EINVALID for a Depth other than 0, a
+// bad prefix, limit, view, cursor or moment; ENOTFOUND for a store the caller
 // cannot read or a version not in it.
 func (s *Service) ListMemoriesAsOf(ctx context.Context, storeID string, at trove.Moment, p trove.ListMemoriesParams) (*trove.AsOfPage, error) {
 	pr, err := principal(ctx)
@@ -82,9 +90,15 @@ func (s *Service) ListMemoriesAsOf(ctx context.Context, storeID string, at trove
 	if err != nil {
 		return nil, err
 	}
-	limit, err := s.checkLimit(p.Limit, view)
-	if err != nil {
-		return nil, err
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = s.limits.DefaultPageSize
+	case limit < 1 || limit > asOfMaxPage:
+		return nil, trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", asOfMaxPage, limit)
+	}
+	if view == trove.ViewFull {
+		limit = min(limit, s.limits.MaxFullPageSize)
 	}
 	var after *storage.AsOfPosition
 	var cursorSeq int64

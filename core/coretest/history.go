@@ -236,6 +236,17 @@ func checkAsOfModel(t *testing.T, e *env, rng *rand.Rand) {
 	wantCode(t, "as of a version number beyond the newest", err, trove.EINVALID)
 	_, err = e.svc.ListMemoriesAsOf(e.ctx, s.ID, trove.Moment{VersionID: "memver_missing"}, trove.ListMemoriesParams{})
 	wantCode(t, "as of an unknown version", err, trove.ENOTFOUND)
+	_, err = e.svc.ListMemoriesAsOf(e.ctx, s.ID, trove.Moment{}, trove.ListMemoriesParams{Limit: 1001})
+	wantCode(t, "an as-of page over 1000", err, trove.EINVALID)
+	_, err = e.svc.ListMemoriesAsOf(e.ctx, s.ID, trove.Moment{}, trove.ListMemoriesParams{Depth: 1})
+	wantCode(t, "an as-of listing with depth", err, trove.EINVALID)
+	pg, err := e.svc.ListMemoriesAsOf(e.ctx, s.ID, trove.Moment{}, trove.ListMemoriesParams{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Data) != len(expect(len(moments))) || pg.NextPage != "" {
+		t.Errorf("one as-of page of 1000: %d memories, next %q; want all %d", len(pg.Data), pg.NextPage, len(expect(len(moments))))
+	}
 }
 
 // diffLine is a diff reduced to what the model predicts.

@@ -99,7 +99,7 @@ func BenchFork(b *testing.B, open func(testing.TB) storage.Driver) {
 			b.Fatalf("fork %s after a write to the source: %+v", r.Store.ID, page.Data)
 		}
 		n := 0
-		q := trove.ListMemoriesParams{Limit: 100}
+		q := trove.ListMemoriesParams{Limit: 1000}
 		for {
 			pg, err := svc.ListMemoriesAsOf(ctx, r.Store.ID, trove.Moment{}, q)
 			if err != nil {

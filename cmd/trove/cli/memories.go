@@ -173,7 +173,7 @@ func (c *clientCmd) listAsOf(k *conn, st *trove.Store, dir string, at trove.Mome
 		return nil, err
 	}
 	out := &trove.AsOfPage{Data: []trove.MemoryVersion{}}
-	p := trove.ListMemoriesParams{PathPrefix: storetree.Prefix(dir), Limit: 100}
+	p := trove.ListMemoriesParams{PathPrefix: storetree.Prefix(dir), Limit: 1000}
 	for {
 		page, err := h.ListMemoriesAsOf(k.ctx, st.ID, at, p)
 		if err != nil {
