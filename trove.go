@@ -175,6 +175,17 @@ type MemoryVersion struct {
 	// cursor of anything that follows a store's changes. The /v1 wire does
 	// not carry it: versions read through that API have Seq 0.
 	Seq int64
+	// LeafHash is VersionLeafHash of the version as inserted, kept through
+	// redaction; ChainHash is VersionChainHash(previous version's
+	// ChainHash, Seq, LeafHash), the link of the store's tamper-evident
+	// history. Both are set by the driver on insert (nil for versions
+	// written before the chain existed, schema migration 8). The /v1 wire
+	// does not carry them.
+	LeafHash  []byte
+	ChainHash []byte
+	// Origin is set on the first version of a memory made by ForkStore: the
+	// source store and version it was copied from. nil otherwise.
+	Origin *VersionOrigin
 }
 
 // Page is one page of a cursor-paginated listing. NextPage is "" on the last

@@ -243,7 +243,7 @@ func (s *Service) changeDream(ctx context.Context, op, dreamID string, f func(d 
 			return err
 		}
 		out = d
-		if d.Status == before.Status && ptrEqual(d.ArchivedAt, before.ArchivedAt) {
+		if d.Status == before.Status && timePtrEqual(d.ArchivedAt, before.ArchivedAt) {
 			return nil
 		}
 		return tx.DreamUpdate(ctx, d)
@@ -254,7 +254,8 @@ func (s *Service) changeDream(ctx context.Context, op, dreamID string, f func(d 
 	return cloneDream(out), nil
 }
 
-func ptrEqual(a, b *time.Time) bool {
+// timePtrEqual reports whether a and b are both nil or the same instant.
+func timePtrEqual(a, b *time.Time) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

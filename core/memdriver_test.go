@@ -42,6 +42,7 @@ type memState struct {
 	seqs     map[string]int64                // store ID → the last Seq handed out
 	events   map[string][]trove.SessionEvent // by session ID, in seq order
 	dreams   map[string]trove.Dream
+	heads    map[string][]byte // store ID → the chain hash of its newest version
 }
 
 func newMemDriver() *memDriver {
@@ -50,6 +51,7 @@ func newMemDriver() *memDriver {
 		versions: map[string]trove.MemoryVersion{}, keys: map[string]memKey{}, sessions: map[string]memSession{},
 		seqs:   map[string]int64{},
 		events: map[string][]trove.SessionEvent{}, dreams: map[string]trove.Dream{},
+		heads: map[string][]byte{},
 	}}
 }
 
@@ -76,6 +78,7 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 		versions: maps.Clone(d.st.versions), keys: maps.Clone(d.st.keys), sessions: maps.Clone(d.st.sessions),
 		seqs:   maps.Clone(d.st.seqs),
 		events: maps.Clone(d.st.events), dreams: maps.Clone(d.st.dreams),
+		heads: map[string][]byte{},
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err
@@ -173,6 +176,7 @@ func (t *memTx) StoreDelete(ctx context.Context, id string) error {
 	maps.DeleteFunc(t.st.memories, func(_ string, m trove.Memory) bool { return m.StoreID == id })
 	maps.DeleteFunc(t.st.versions, func(_ string, v trove.MemoryVersion) bool { return v.StoreID == id })
 	delete(t.st.seqs, id)
+	delete(t.st.heads, id)
 	return nil
 }
 
@@ -274,6 +278,9 @@ func (t *memTx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error
 	}
 	t.st.seqs[v.StoreID]++
 	v.Seq = t.st.seqs[v.StoreID]
+	v.LeafHash = trove.VersionLeafHash(v)
+	v.ChainHash = trove.VersionChainHash(t.st.heads[v.StoreID], v.Seq, v.LeafHash)
+	t.st.heads[v.StoreID] = v.ChainHash
 	t.st.versions[v.ID] = *v
 	return nil
 }
@@ -596,4 +603,69 @@ func (t *memTx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) 
 		return strings.Compare(a.Memory.ID, b.Memory.ID)
 	})
 	return limitTo(out, p.Limit), nil
+}
+
+func (t *memTx) StoreHead(ctx context.Context, storeID string) (int64, []byte, error) {
+	if _, ok := t.st.stores[storeID]; !ok {
+		return 0, nil, notFound("memory store", storeID)
+	}
+	return t.st.seqs[storeID], t.st.heads[storeID], nil
+}
+
+func (t *memTx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (int64, error) {
+	var seq int64
+	for _, v := range t.st.versions {
+		if v.StoreID == storeID && !v.CreatedAt.After(at) && v.Seq > seq {
+			seq = v.Seq
+		}
+	}
+	return seq, nil
+}
+
+func (t *memTx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]trove.MemoryVersion, error) {
+	newest := map[string]trove.MemoryVersion{}
+	for _, v := range t.st.versions {
+		if v.StoreID != p.StoreID || v.Seq > p.Seq || (p.MemoryID != "" && v.MemoryID != p.MemoryID) {
+			continue
+		}
+		if w, ok := newest[v.MemoryID]; !ok || v.Seq > w.Seq {
+			newest[v.MemoryID] = v
+		}
+	}
+	key := func(v trove.MemoryVersion) string {
+		if v.Path == nil {
+			return ""
+		}
+		return *v.Path
+	}
+	out := []trove.MemoryVersion{}
+	for _, v := range newest {
+		switch {
+		case v.Operation == trove.OpDeleted,
+			p.Path != "" && key(v) != p.Path,
+			p.Prefix != "" && (v.Path == nil || !strings.HasPrefix(*v.Path, p.Prefix)),
+			p.After != nil && cmp.Or(strings.Compare(key(v), p.After.Path), strings.Compare(v.MemoryID, p.After.MemoryID)) <= 0:
+			continue
+		}
+		out = append(out, *verOut(v, p.WithContent))
+	}
+	slices.SortFunc(out, func(a, b trove.MemoryVersion) int {
+		return cmp.Or(strings.Compare(key(a), key(b)), strings.Compare(a.MemoryID, b.MemoryID))
+	})
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
+}
+
+func (t *memTx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*trove.MemoryVersion) error {
+	for i := range ms {
+		if err := t.MemoryInsert(ctx, ms[i]); err != nil {
+			return err
+		}
+		if err := t.VersionInsert(ctx, vs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -39,6 +39,12 @@ var fuzzRoutes = []string{
 	"/trove/v1/sessions/{sess}",
 	"/trove/v1/sessions/{sess}/end",
 	"/trove/v1/search",
+	"/trove/v1/memory_stores/{store}/as_of/memories",
+	"/trove/v1/memory_stores/{store}/as_of/memory",
+	"/trove/v1/memory_stores/{store}/diff",
+	"/trove/v1/memory_stores/{store}/fork",
+	"/trove/v1/memory_stores/{store}/rollback",
+	"/trove/v1/memory_stores/{store}/audit/verify",
 }
 
 // FuzzServer sends arbitrary requests (method, route, path suffix, raw

@@ -222,6 +222,9 @@ func NewServer(cfg Config) *Server {
 	add("POST", "/trove/v1/memory_stores/{memory_store_id}/directories/delete", kindTrove, s.deleteDirectory)
 	add("GET", "/trove/v1/memory_stores/{memory_store_id}/changes", kindTrove, s.listChanges)
 	add("GET", "/trove/v1/search", kindTrove, s.search)
+	if h, ok := cfg.Services.(trove.HistoryService); ok {
+		s.addHistoryRoutes(h, add) // history.go
+	}
 	if s.sess != nil {
 		add("POST", "/trove/v1/sessions", kindTrove, s.createSession)
 		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)

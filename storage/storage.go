@@ -82,6 +82,12 @@ type Tx interface {
 
 	// MemoryInsert inserts m with content *m.Content (m.Content is not nil).
 	MemoryInsert(ctx context.Context, m *trove.Memory) error
+	// MemoryInsertBatch inserts memories, each with its first version: vs[i]
+	// belongs to ms[i], all of one store. Its effects and errors are those
+	// of MemoryInsert(ms[i]) then VersionInsert(vs[i]) for each i in order
+	// (every version's Seq, LeafHash and ChainHash set), in fewer
+	// statements: ForkStore copies a whole store with it.
+	MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*trove.MemoryVersion) error
 	// MemoryGet returns a live memory, with Content filled when withContent.
 	MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error)
 	// MemoryGetByPath returns the live memory at path, or ENOTFOUND.
@@ -113,6 +119,19 @@ type Tx interface {
 	// StoreSeq returns the Seq of the newest version the store ever had (0
 	// when none), or ENOTFOUND.
 	StoreSeq(ctx context.Context, storeID string) (int64, error)
+	// StoreHead returns the Seq of the store's newest version ever and the
+	// chain hash of its newest chained version (trove.MemoryVersion.ChainHash;
+	// nil when none), or ENOTFOUND.
+	StoreHead(ctx context.Context, storeID string) (seq int64, head []byte, err error)
+	// VersionSeqAt returns the largest Seq among the store's versions
+	// created at or before at (0 when none).
+	VersionSeqAt(ctx context.Context, storeID string, at time.Time) (int64, error)
+	// VersionAsOf returns the store as of p.Seq: for each memory, its
+	// version with the largest Seq <= p.Seq, unless that version is
+	// OpDeleted; ordered by (path, memory ID) with a redacted version's
+	// NULL path first (as ""). Filters: MemoryID, Path (exact), Prefix
+	// (redacted versions never match a non-empty prefix), After.
+	VersionAsOf(ctx context.Context, p VersionAsOfParams) ([]trove.MemoryVersion, error)
 	// VersionGet returns a version of a store, or ENOTFOUND.
 	VersionGet(ctx context.Context, storeID, id string, withContent bool) (*trove.MemoryVersion, error)
 	// VersionList lists versions by (created_at, id) descending with the
@@ -282,6 +301,26 @@ type VersionScanParams struct {
 	UpToSeq     int64 // inclusive upper bound; 0 for none
 	Limit       int   // <= 0: no limit
 	WithContent bool
+}
+
+// VersionAsOfParams selects VersionAsOf's versions.
+type VersionAsOfParams struct {
+	StoreID  string
+	Seq      int64
+	MemoryID string // "" for all
+	Path     string // "" for all; else exactly this path
+	Prefix   string // "" for all
+	// After is an exclusive keyset position (path, memory ID) in the
+	// listing's order; nil from the start.
+	After       *AsOfPosition
+	Limit       int // <= 0: no limit
+	WithContent bool
+}
+
+// AsOfPosition is a position in VersionAsOf's order ("" for a NULL path).
+type AsOfPosition struct {
+	Path     string
+	MemoryID string
 }
 
 // SessionListParams filters SessionList.

@@ -47,6 +47,8 @@ func testMemoryCreate(t *testing.T, open Opener) {
 		CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: e.keyID}, CreatedAt: m.CreatedAt,
 		Seq: 1, // the store's first version
 	}
+	wantV.LeafHash = trove.VersionLeafHash(wantV)
+	wantV.ChainHash = trove.VersionChainHash(nil, 1, wantV.LeafHash) // the chain starts here
 	if diff := cmp.Diff(wantV, v); diff != "" {
 		t.Fatalf("version #1 (-want +got):\n%s", diff)
 	}
@@ -278,6 +280,8 @@ func testMemoryDelete(t *testing.T, open Opener) {
 		CreatedBy: &trove.Actor{Type: trove.ActorAPI, APIKeyID: e.keyID}, CreatedAt: d.CreatedAt,
 		Seq: 2, // after the creation, the store's only other version
 	}
+	want.LeafHash = trove.VersionLeafHash(&want)
+	want.ChainHash = trove.VersionChainHash(vs[1].ChainHash, 2, want.LeafHash) // linked to the creation
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Fatalf("deleted version (-want +got):\n%s", diff)
 	}

@@ -81,6 +81,11 @@ var tests = []struct {
 	{"SearchScope", testSearchScope},
 	{"SearchValidation", testSearchValidation},
 	{"SearchPaging", testSearchPaging},
+	// The time machine (history.go)
+	{"AsOfModel", testAsOfModel},
+	{"Fork", testFork},
+	{"Audit", testAudit},
+	{"RollbackPoisonedSession", testRollbackPoisonedSession},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},

@@ -227,8 +227,13 @@ func (e *benchEnv) rawWrite(w, i int) error {
 			m.ID, content, len(content), "sha", vid, now); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_by_type, created_by_id, created_at)
-			VALUES ($1, $2, $3, 'modified', $4, $5, $6, $7, 'api_actor', 'apikey_bench', $8)`,
+		// The version's number is taken as the driver takes it (migration
+		// 0004): one statement bumps version_seqs and inserts the version.
+		_, err := tx.Exec(ctx, `WITH n AS (
+				INSERT INTO version_seqs (store_id, last) VALUES ($2, 1)
+				ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1 RETURNING last)
+			INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256, created_by_type, created_by_id, created_at, seq)
+			SELECT $1, $2, $3, 'modified', $4, $5, $6, $7, 'api_actor', 'apikey_bench', $8, n.last FROM n`,
 			vid, m.StoreID, m.ID, m.Path, content, len(content), "sha", now)
 		return err
 	})

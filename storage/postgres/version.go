@@ -11,7 +11,8 @@ import (
 	"github.com/trovehq/trove/storage"
 )
 
-const versionColsTail = `size_bytes, sha256, created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq`
+const versionColsTail = `size_bytes, sha256, created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq,
+	leaf_hash, chain_hash, origin_store_id, origin_version_id`
 
 func versionCols(withContent bool) string {
 	c := "NULL::bytea"
@@ -27,9 +28,14 @@ func scanVersion(r scanner) (*trove.MemoryVersion, error) {
 	var content []byte
 	var cbType, cbID, rbType, rbID *string
 	var redacted *time.Time
+	var oStore, oVersion *string
 	if err := r.Scan(&v.ID, &v.StoreID, &v.MemoryID, &op, &v.Path, &content, &v.SizeBytes, &v.SHA256,
-		&cbType, &cbID, &v.CreatedAt, &redacted, &rbType, &rbID, &v.Seq); err != nil {
+		&cbType, &cbID, &v.CreatedAt, &redacted, &rbType, &rbID, &v.Seq,
+		&v.LeafHash, &v.ChainHash, &oStore, &oVersion); err != nil {
 		return nil, err
+	}
+	if oStore != nil && oVersion != nil {
+		v.Origin = &trove.VersionOrigin{StoreID: *oStore, VersionID: *oVersion}
 	}
 	v.Operation = trove.Operation(op)
 	if content != nil {
@@ -42,26 +48,45 @@ func scanVersion(r scanner) (*trove.MemoryVersion, error) {
 	return &v, nil
 }
 
-// VersionInsert appends v and sets v.Seq, in one statement; ENOTFOUND when
-// its store does not exist. The upsert on version_seqs holds that row's
-// lock until commit, so a store's numbers are handed out in commit order
-// across nodes.
+// genesisSQL is trove.GenesisHash as a bytea literal.
+const genesisSQL = `'\x0000000000000000000000000000000000000000000000000000000000000000'::bytea`
+
+// VersionInsert appends v and sets v.Seq, v.LeafHash and v.ChainHash, in
+// one statement; ENOTFOUND when its store does not exist. The upsert on
+// version_seqs holds that row's lock until commit, so a store's numbers are
+// handed out in commit order across nodes; the same upsert advances the
+// store's chain head as sha256(prev || int8send(seq) || leaf), which is
+// trove.VersionChainHash (the conformance suite checks they agree).
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID := actorCols(v.CreatedBy)
 	rbType, rbID := actorCols(v.RedactedBy)
+	var oStore, oVersion *string
+	if v.Origin != nil {
+		oStore, oVersion = &v.Origin.StoreID, &v.Origin.VersionID
+	}
+	leaf := trove.VersionLeafHash(v)
+	var seq int64
+	var chain []byte
 	err := t.queryRow(ctx, `WITH n AS (
-			INSERT INTO version_seqs (store_id, last) VALUES ($2, 1)
-			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1 RETURNING last),
+			INSERT INTO version_seqs (store_id, last, head) VALUES ($2, 1, sha256(`+genesisSQL+` || int8send(1) || $15::bytea))
+			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1,
+				head = sha256(coalesce(version_seqs.head, `+genesisSQL+`) || int8send(version_seqs.last + 1) || $15::bytea)
+			RETURNING last, head),
 		-- Delivered to every LISTENer at commit, once per transaction
 		-- and store (PostgreSQL folds equal notifications): see listen.go.
 		w AS (SELECT pg_notify('`+notifyChannel+`', current_schema() || ' ' || $2))
 		INSERT INTO versions (id, store_id, memory_id, operation, path, content, size_bytes, sha256,
-			created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, n.last FROM n, w
-		RETURNING seq`,
+			created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq,
+			leaf_hash, chain_hash, origin_store_id, origin_version_id)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, n.last, $15, n.head, $16, $17 FROM n, w
+		RETURNING seq, chain_hash`,
 		v.ID, v.StoreID, v.MemoryID, string(v.Operation), v.Path, contentBytes(v.Content), v.SizeBytes, v.SHA256,
-		cbType, cbID, v.CreatedAt, v.RedactedAt, rbType, rbID).Scan(&v.Seq)
-	return translateFK(err, "memory store")
+		cbType, cbID, v.CreatedAt, v.RedactedAt, rbType, rbID, leaf, oStore, oVersion).Scan(&seq, &chain)
+	if err != nil {
+		return translateFK(err, "memory store")
+	}
+	v.Seq, v.LeafHash, v.ChainHash = seq, leaf, chain
+	return nil
 }
 
 // VersionScan lists a store's versions in ascending Seq order within

@@ -124,6 +124,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if _, err := knownVersion(); err != nil {
 		return nil, err
 	}
+	if err := registerChain(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, trove.Errorf(trove.EINVALID, "sqlite: bad database path %q", path)

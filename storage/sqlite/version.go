@@ -10,7 +10,8 @@ import (
 )
 
 const versionCols = `id, store_id, memory_id, operation, path, size_bytes, sha256,
-	created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq`
+	created_by_type, created_by_id, created_at, redacted_at, redacted_by_type, redacted_by_id, seq,
+	leaf_hash, chain_hash, origin_store_id, origin_version_id`
 
 func versionSelect(withContent bool) string {
 	if withContent {
@@ -28,10 +29,17 @@ func scanVersion(r rowScanner, v *trove.MemoryVersion) error {
 		rbType, rbID       sql.NullString
 		created            int64
 		redacted           sql.NullInt64
+		leaf, chain        []byte
+		oStore, oVersion   sql.NullString
 	)
 	if err := r.Scan(&v.ID, &v.StoreID, &v.MemoryID, &op, &path, &size, &sha,
-		&cbType, &cbID, &created, &redacted, &rbType, &rbID, &v.Seq, &content); err != nil {
+		&cbType, &cbID, &created, &redacted, &rbType, &rbID, &v.Seq,
+		&leaf, &chain, &oStore, &oVersion, &content); err != nil {
 		return err
+	}
+	v.LeafHash, v.ChainHash, v.Origin = leaf, chain, nil
+	if oStore.Valid {
+		v.Origin = &trove.VersionOrigin{StoreID: oStore.String, VersionID: oVersion.String}
 	}
 	v.Operation = trove.Operation(op)
 	v.Path, v.SHA256, v.Content, v.SizeBytes = nil, nil, nil, nil
@@ -69,8 +77,12 @@ func nullInt(n *int) any {
 	return *n
 }
 
-// VersionInsert appends v and sets v.Seq. The write transaction holds
-// SQLite's only write lock, so numbers are handed out in commit order.
+// VersionInsert appends v and sets v.Seq, v.LeafHash and v.ChainHash. The
+// write transaction holds SQLite's only write lock, so numbers are handed
+// out in commit order. The statement that takes the number also advances
+// the store's chain head with trove_chain (trove.VersionChainHash,
+// registered with SQLite by Open), so an insert costs the same two
+// statements as before the chain.
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID, err := actorCols(v.CreatedBy)
 	if err != nil {
@@ -81,22 +93,30 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 		return err
 	}
 	var seq int64
-	err = t.queryRow(ctx, "memory store", v.StoreID, func(r rowScanner) error { return r.Scan(&seq) },
-		`INSERT INTO version_seqs (store_id, last) VALUES (?, 1)
-		ON CONFLICT (store_id) DO UPDATE SET last = last + 1 RETURNING last`, v.StoreID)
+	var chain []byte
+	leaf := trove.VersionLeafHash(v)
+	err = t.queryRow(ctx, "memory store", v.StoreID, func(r rowScanner) error { return r.Scan(&seq, &chain) },
+		`INSERT INTO version_seqs (store_id, last, head) VALUES (?1, 1, trove_chain(NULL, 1, ?2))
+		ON CONFLICT (store_id) DO UPDATE SET last = last + 1, head = trove_chain(head, last + 1, ?2)
+		RETURNING last, head`, v.StoreID, leaf)
 	if isForeignKey(err) {
 		return notFound("memory store", v.StoreID)
 	}
 	if err != nil {
 		return err
 	}
+	var oStore, oVersion any
+	if v.Origin != nil {
+		oStore, oVersion = v.Origin.StoreID, v.Origin.VersionID
+	}
 	if _, err = t.exec(ctx, `INSERT INTO versions (`+versionCols+`, content)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.StoreID, v.MemoryID, string(v.Operation), nullString(v.Path), nullInt(v.SizeBytes), nullString(v.SHA256),
-		cbType, cbID, micros(v.CreatedAt), nullMicros(v.RedactedAt), rbType, rbID, seq, nullString(v.Content)); err != nil {
+		cbType, cbID, micros(v.CreatedAt), nullMicros(v.RedactedAt), rbType, rbID, seq,
+		leaf, chain, oStore, oVersion, nullString(v.Content)); err != nil {
 		return err
 	}
-	v.Seq = seq
+	v.Seq, v.LeafHash, v.ChainHash = seq, leaf, chain
 	return nil
 }
 

@@ -177,3 +177,22 @@ func wirePage[T any](items []T, conv func(T) any) any {
 // group gets its Args checked, so a mistyped subcommand is a usage error
 // ("unknown command") rather than help and success.
 func helpRun(cmd *cobra.Command, args []string) error { return cmd.Help() }
+
+// history returns the time machine of the target (trove.HistoryService).
+func (k *conn) history() (trove.HistoryService, error) {
+	h, ok := k.svc.(trove.HistoryService)
+	if !ok {
+		return nil, fmt.Errorf("this target has no store history (as-of reads, diffs, forks, rollbacks, audits)")
+	}
+	return h, nil
+}
+
+// parseMoment reads a moment flag or argument (a time, a version ID, a
+// version number, or "now"), as a usage error when it is none of them.
+func parseMoment(flag, s string) (trove.Moment, error) {
+	m, err := trove.ParseMoment(s)
+	if err != nil {
+		return m, usageError("%s: %s", flag, trove.ErrorMessage(err))
+	}
+	return m, nil
+}

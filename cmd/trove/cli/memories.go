@@ -65,20 +65,33 @@ func newMemoriesCmd(e *env) *cobra.Command {
 }
 
 func (c *clientCmd) lsCmd() *cobra.Command {
-	var prefix string
+	var prefix, asOf string
 	var depth int
 	cmd := &cobra.Command{
-		Use:   "ls STORE [--prefix DIR] [--depth N]",
+		Use:   "ls STORE [--prefix DIR] [--depth N] [--as-of MOMENT]",
 		Short: "Show a store's memories as a tree",
 		Long: `ls shows the memories below --prefix (default: the whole store) as a tree,
 with their sizes. --depth N shows N levels and folds deeper directories into
 one line with their memory count (0: every level). With -o json it prints the
 listing in the API's shape: memories, and memory_prefix items for folded
-directories.`,
+directories.
+
+--as-of shows the store as it was at a moment: a time (RFC 3339,
+2026-11-30T12:00:00Z), a version ID (memver_…) or a version number (the
+store's history is numbered 1, 2, 3…). A memory whose version then has been
+redacted is listed as redacted, without its path or content. With -o json it
+prints {"seq", "data": [versions]}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if depth < 0 {
 				return usageError("--depth must be 0 (every level) or more, got %d", depth)
+			}
+			var at trove.Moment
+			if asOf != "" {
+				var err error
+				if at, err = parseMoment("--as-of", asOf); err != nil {
+					return err
+				}
 			}
 			k, st, t, err := c.storeTree(cmd, args[0])
 			if err != nil {
@@ -87,13 +100,33 @@ directories.`,
 			defer k.close()
 			dir := memPath(prefix)
 			var mems []trove.Memory
-			if err := t.List(k.ctx, dir, 0, trove.ViewBasic, func(it trove.MemoryListItem) bool {
+			var redacted []string
+			if asOf != "" {
+				page, err := c.listAsOf(k, st, dir, at)
+				if err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireAsOfPage(page))
+				}
+				fmt.Fprintf(c.e.stdout, "store %q as of version %d\n", st.Name, page.Seq)
+				for _, v := range page.Data {
+					if v.Path == nil {
+						redacted = append(redacted, v.MemoryID)
+						continue
+					}
+					mems = append(mems, trove.Memory{ID: v.MemoryID, Path: *v.Path, SizeBytes: *v.SizeBytes, VersionID: v.ID})
+				}
+			} else if err := t.List(k.ctx, dir, 0, trove.ViewBasic, func(it trove.MemoryListItem) bool {
 				if it.Memory != nil {
 					mems = append(mems, *it.Memory)
 				}
 				return true
 			}); err != nil {
 				return err
+			}
+			for _, id := range redacted {
+				fmt.Fprintf(c.e.stdout, "(redacted: memory %s; its path and content are gone)\n", id)
 			}
 			base := storetree.Prefix(dir) // "/" or "/dir/"
 			var items []trove.MemoryListItem
@@ -128,7 +161,33 @@ directories.`,
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "/", "directory to list")
 	cmd.Flags().IntVar(&depth, "depth", 0, "levels to show; deeper directories are folded (0: every level)")
+	cmd.Flags().StringVar(&asOf, "as-of", "", "show the store as it was at this moment (a time, a version ID or a version number)")
 	return cmd
+}
+
+// listAsOf lists every memory below dir as of a moment, following pages;
+// the result's Seq is the moment the first page resolved to.
+func (c *clientCmd) listAsOf(k *conn, st *trove.Store, dir string, at trove.Moment) (*trove.AsOfPage, error) {
+	h, err := k.history()
+	if err != nil {
+		return nil, err
+	}
+	out := &trove.AsOfPage{Data: []trove.MemoryVersion{}}
+	p := trove.ListMemoriesParams{PathPrefix: storetree.Prefix(dir), Limit: 1000}
+	for {
+		page, err := h.ListMemoriesAsOf(k.ctx, st.ID, at, p)
+		if err != nil {
+			return nil, err
+		}
+		if p.Cursor == "" {
+			out.Seq = page.Seq
+		}
+		out.Data = append(out.Data, page.Data...)
+		if page.NextPage == "" {
+			return out, nil
+		}
+		p.Cursor = page.NextPage
+	}
 }
 
 // printTree writes items (in path order, below base) as an indented tree:
@@ -174,11 +233,18 @@ func plural(n int, one, many string) string {
 }
 
 func (c *clientCmd) catCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "cat STORE PATH",
-		Short: "Print a memory's content",
-		Args:  cobra.ExactArgs(2),
+	var asOf string
+	cmd := &cobra.Command{
+		Use:   "cat STORE PATH [--as-of MOMENT]",
+		Short: "Print a memory's content, now or as it was at a moment",
+		Long: `cat prints a memory's content. With --as-of (a time, a version ID or a
+version number) it prints the content the memory had then, PATH being its
+path then (or its ID); a redacted version is refused, its content is gone.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asOf != "" {
+				return c.catAsOf(cmd, args[0], args[1], asOf)
+			}
 			k, st, t, err := c.storeTree(cmd, args[0])
 			if err != nil {
 				return err
@@ -195,6 +261,43 @@ func (c *clientCmd) catCmd() *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&asOf, "as-of", "", "print the content at this moment (a time, a version ID or a version number)")
+	return cmd
+}
+
+// catAsOf prints one memory as it was at a moment.
+func (c *clientCmd) catAsOf(cmd *cobra.Command, storeRef, ref, asOf string) error {
+	at, err := parseMoment("--as-of", asOf)
+	if err != nil {
+		return err
+	}
+	k, st, err := c.openStore(cmd, storeRef)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	h, err := k.history()
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(ref, trove.PrefixMemory) {
+		ref = memPath(ref)
+	}
+	v, err := h.GetMemoryAsOf(k.ctx, st.ID, at, ref, trove.ViewFull)
+	if trove.ErrorCode(err) == trove.ENOTFOUND && strings.HasPrefix(ref, "/") {
+		return trove.Errorf(trove.ENOTFOUND, "no memory at %s in store %q as of %s (see trove memories ls %s --as-of %s)", ref, st.Name, asOf, shellQuote(st.Name), shellQuote(asOf))
+	}
+	if err != nil {
+		return err
+	}
+	if c.json() {
+		return c.printJSON(httpapi.WireHistVersion(v))
+	}
+	if v.RedactedAt != nil {
+		return fmt.Errorf("memory %s as of %s is version %s, which was redacted: its content is gone", v.MemoryID, asOf, v.ID)
+	}
+	_, err = io.WriteString(c.e.stdout, *v.Content)
+	return err
 }
 
 func (c *clientCmd) writeCmd() *cobra.Command {

@@ -53,6 +53,9 @@ func commands(e *env) []*cobra.Command {
 		newImportCmd(e),
 		newApplyCmd(e),
 		newVersionCmd(e),
+		newDiffCmd(e),
+		newRollbackCmd(e),
+		newAuditCmd(e),
 	}
 }
 

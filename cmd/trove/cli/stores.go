@@ -179,7 +179,53 @@ func newStoresCmd(e *env) *cobra.Command {
 	}
 	del.Flags().BoolVar(&yes, "yes", false, "confirm the deletion")
 
-	cmd.AddCommand(list, create, get, update, archive, del)
+	cmd.AddCommand(list, create, get, update, archive, del, c.forkCmd())
+	return cmd
+}
+
+// forkCmd is stores fork: a new store from another as of a moment.
+func (c *clientCmd) forkCmd() *cobra.Command {
+	var desc, asOf string
+	cmd := &cobra.Command{
+		Use:   "fork STORE NAME [--as-of MOMENT] [--description TEXT]",
+		Short: "Create a store holding another store's memories, now or as of a moment",
+		Long: `fork creates the store NAME with a copy of every memory of STORE as it was
+at --as-of (a time, a version ID or a version number; default now), in one
+transaction. Each copied memory's first version names the version it came from
+(its origin). Memories whose version then was redacted are not copied. Later
+writes to either store do not affect the other.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			at, err := parseMoment("--as-of", asOf)
+			if err != nil {
+				return err
+			}
+			k, st, err := c.openStore(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			h, err := k.history()
+			if err != nil {
+				return err
+			}
+			r, err := h.ForkStore(k.ctx, st.ID, trove.ForkStoreParams{Name: args[1], Description: desc, AsOf: at})
+			if err != nil {
+				return err
+			}
+			if c.json() {
+				return c.printJSON(httpapi.WireForkResult(r))
+			}
+			fmt.Fprintf(c.e.stdout, "forked store %q (%s) as of version %d into %q (%s): %d %s copied\n",
+				st.Name, st.ID, r.Seq, r.Store.Name, r.Store.ID, r.Copied, plural(r.Copied, "memory", "memories"))
+			for _, id := range r.Skipped {
+				fmt.Fprintf(c.e.stdout, "  not copied: memory %s (its version then is redacted)\n", id)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&asOf, "as-of", "", "fork the store as it was at this moment (default now)")
+	cmd.Flags().StringVar(&desc, "description", "", "what the new store holds")
 	return cmd
 }
 

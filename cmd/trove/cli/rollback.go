@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+)
+
+func newRollbackCmd(e *env) *cobra.Command {
+	c := &clientCmd{e: e}
+	var sessionID, keyID, since string
+	var dryRun, force bool
+	cmd := c.group("rollback STORE (--session ID | --key ID) --since MOMENT [--dry-run] [--force]",
+		"Undo what one session or API key wrote to a store since a moment",
+		`rollback undoes every write one session (--session sesn_…) or API key
+(--key apikey_…) made to STORE after --since (a time, a version ID or a version
+number): memories it created are deleted, memories it deleted are restored
+(same memory ID), memories it changed or moved go back to how they were just
+before its first change. Each undo is a new version by you: history is never
+rewritten.
+
+A memory that someone else changed after the session did is a conflict: it is
+listed and the whole rollback is refused (exit 4) unless --force, which rolls
+back everything else and leaves the conflicting memories as they are.
+--dry-run shows the change set without writing anything.`)
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if (sessionID == "") == (keyID == "") {
+			return usageError("name exactly one writer to roll back: --session ID or --key ID")
+		}
+		if since == "" {
+			return usageError("--since is required: the moment after which the writes are undone")
+		}
+		at, err := parseMoment("--since", since)
+		if err != nil {
+			return err
+		}
+		k, st, err := c.openStore(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		defer k.close()
+		h, err := k.history()
+		if err != nil {
+			return err
+		}
+		r, err := h.RollbackActor(k.ctx, st.ID, trove.RollbackParams{SessionID: sessionID, APIKeyID: keyID, Since: at, DryRun: dryRun, Force: force})
+		if err != nil {
+			return err
+		}
+		refused := !dryRun && !r.Applied && len(r.Conflicts) > 0
+		if c.json() {
+			if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
+				return err
+			}
+		} else {
+			c.printRollback(st, r, dryRun)
+		}
+		if refused {
+			return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
+				len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
+		}
+		return nil
+	}
+	cmd.Flags().StringVar(&sessionID, "session", "", "the session whose writes to undo (sesn_…)")
+	cmd.Flags().StringVar(&keyID, "key", "", "the API key whose writes to undo (apikey_…)")
+	cmd.Flags().StringVar(&since, "since", "", "undo the writes after this moment (a time, a version ID or a version number)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the change set; write nothing")
+	cmd.Flags().BoolVar(&force, "force", false, "roll back the rest when some memories conflict, leaving those as they are")
+	return cmd
+}
+
+func (c *clientCmd) printRollback(st *trove.Store, r *trove.RollbackResult, dryRun bool) {
+	w := c.e.stdout
+	path := func(v *trove.MemoryVersion) string {
+		if v == nil || v.Path == nil {
+			return "-"
+		}
+		return *v.Path
+	}
+	switch {
+	case len(r.Changes) == 0 && len(r.Conflicts) == 0:
+		fmt.Fprintf(w, "nothing to roll back in store %q since version %d\n", st.Name, r.SinceSeq)
+		return
+	case dryRun:
+		fmt.Fprintf(w, "dry run: would roll back %d %s in store %q since version %d\n", len(r.Changes), plural(len(r.Changes), "memory", "memories"), st.Name, r.SinceSeq)
+	case r.Applied:
+		fmt.Fprintf(w, "rolled back %d %s in store %q since version %d\n", len(r.Changes), plural(len(r.Changes), "memory", "memories"), st.Name, r.SinceSeq)
+	default:
+		fmt.Fprintf(w, "would roll back %d %s in store %q since version %d, but:\n", len(r.Changes), plural(len(r.Changes), "memory", "memories"), st.Name, r.SinceSeq)
+	}
+	for _, ch := range r.Changes {
+		switch ch.Action {
+		case trove.RollbackDelete:
+			fmt.Fprintf(w, "  delete  %s (%s)\n", path(ch.Current), ch.MemoryID)
+		case trove.RollbackRestore:
+			fmt.Fprintf(w, "  restore %s (%s) from version %s\n", path(ch.Target), ch.MemoryID, ch.Target.ID)
+		default:
+			move := ""
+			if path(ch.Current) != path(ch.Target) {
+				move = path(ch.Current) + " -> "
+			}
+			fmt.Fprintf(w, "  revert  %s%s (%s) to version %s\n", move, path(ch.Target), ch.MemoryID, ch.Target.ID)
+		}
+	}
+	for _, cf := range r.Conflicts {
+		fmt.Fprintf(w, "  conflict %s (%s): %s\n", orDash(cf.Path), cf.MemoryID, cf.Reason)
+	}
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+)
+
+func newDiffCmd(e *env) *cobra.Command {
+	c := &clientCmd{e: e}
+	cmd := c.group("diff STORE FROM [TO]", "Show what changed in a store between two moments",
+		`diff compares a store at two moments: FROM, and TO (default: now). A moment
+is a time (RFC 3339, 2026-11-30T12:00:00Z), a version ID (memver_…), a version
+number (the store's history is numbered 1, 2, 3…) or "now". It lists the
+memories added, removed, moved and changed, each with a unified diff of its
+content; a side that was redacted shows no text. With -o json it prints
+{"from_seq", "to_seq", "changes"}.`)
+	cmd.Args = cobra.RangeArgs(2, 3)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		from, err := parseMoment("FROM", args[1])
+		if err != nil {
+			return err
+		}
+		var to trove.Moment
+		if len(args) == 3 {
+			if to, err = parseMoment("TO", args[2]); err != nil {
+				return err
+			}
+		}
+		k, st, err := c.openStore(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		defer k.close()
+		h, err := k.history()
+		if err != nil {
+			return err
+		}
+		d, err := h.DiffStore(k.ctx, st.ID, from, to)
+		if err != nil {
+			return err
+		}
+		if c.json() {
+			return c.printJSON(httpapi.WireStoreDiff(d))
+		}
+		if len(d.Changes) == 0 {
+			fmt.Fprintf(c.e.stdout, "no changes in store %q between version %d and version %d\n", st.Name, d.FromSeq, d.ToSeq)
+			return nil
+		}
+		fmt.Fprintf(c.e.stdout, "store %q from version %d to version %d: %d %s\n", st.Name, d.FromSeq, d.ToSeq, len(d.Changes), plural(len(d.Changes), "change", "changes"))
+		for _, ch := range d.Changes {
+			fmt.Fprintln(c.e.stdout, diffHeadline(ch))
+			if ch.Patch != "" {
+				fmt.Fprint(c.e.stdout, ch.Patch)
+			}
+		}
+		return nil
+	}
+	return cmd
+}
+
+// diffHeadline is one line naming a change: its kind, paths and memory.
+func diffHeadline(ch trove.MemoryDiff) string {
+	path := func(v *trove.MemoryVersion) string {
+		if v == nil {
+			return "-"
+		}
+		if v.Path == nil {
+			return "(redacted)"
+		}
+		return *v.Path
+	}
+	var s string
+	switch ch.Kind {
+	case trove.DiffAdded:
+		s = "added   " + path(ch.To)
+	case trove.DiffRemoved:
+		s = "removed " + path(ch.From)
+	case trove.DiffMoved:
+		s = "moved   " + path(ch.From) + " -> " + path(ch.To)
+	default:
+		s = "changed " + path(ch.To)
+	}
+	s += " (" + ch.MemoryID + ")"
+	if ch.Redacted {
+		s += ", redacted: no text shown"
+	}
+	return s
+}
