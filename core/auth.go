@@ -144,7 +144,11 @@ func (s *Service) RevokeKey(ctx context.Context, id string) error {
 			if k.RevokedAt != nil {
 				return nil
 			}
-			return tx.KeyRevoke(ctx, id, s.now())
+			if err := tx.KeyRevoke(ctx, id, s.now()); err != nil {
+				return err
+			}
+			// Its console sign-ins end with it.
+			return tx.ConsoleSessionDeleteExpired(ctx, s.now(), id)
 		}
 		return trove.Errorf(trove.ENOTFOUND, "API key %s not found", id)
 	})

@@ -39,12 +39,14 @@ type memState struct {
 	versions map[string]trove.MemoryVersion
 	keys     map[string]memKey
 	sessions map[string]memSession
+	consoles map[string]storage.ConsoleSession // by string(token hash)
 }
 
 func newMemDriver() *memDriver {
 	return &memDriver{st: &memState{
 		stores: map[string]trove.Store{}, memories: map[string]trove.Memory{},
 		versions: map[string]trove.MemoryVersion{}, keys: map[string]memKey{}, sessions: map[string]memSession{},
+		consoles: map[string]storage.ConsoleSession{},
 	}}
 }
 
@@ -69,6 +71,7 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 	c := &memState{
 		stores: maps.Clone(d.st.stores), memories: maps.Clone(d.st.memories),
 		versions: maps.Clone(d.st.versions), keys: maps.Clone(d.st.keys), sessions: maps.Clone(d.st.sessions),
+		consoles: maps.Clone(d.st.consoles),
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err
@@ -408,6 +411,39 @@ func (t *memTx) SessionEnd(ctx context.Context, id string, at time.Time) error {
 	if s.s.EndedAt == nil {
 		s.s.EndedAt = &at
 		t.st.sessions[id] = s
+	}
+	return nil
+}
+
+func (t *memTx) ConsoleSessionInsert(ctx context.Context, s *storage.ConsoleSession) error {
+	if _, ok := t.st.consoles[string(s.TokenHash)]; ok {
+		return trove.Errorf(trove.ECONFLICT, "console session exists")
+	}
+	c := *s
+	c.TokenHash = slices.Clone(s.TokenHash)
+	t.st.consoles[string(s.TokenHash)] = c
+	return nil
+}
+
+func (t *memTx) ConsoleSessionGet(ctx context.Context, hash []byte) (*storage.ConsoleSession, error) {
+	s, ok := t.st.consoles[string(hash)]
+	if !ok {
+		return nil, notFound("console session", "")
+	}
+	s.TokenHash = slices.Clone(s.TokenHash)
+	return &s, nil
+}
+
+func (t *memTx) ConsoleSessionDelete(ctx context.Context, hash []byte) error {
+	delete(t.st.consoles, string(hash))
+	return nil
+}
+
+func (t *memTx) ConsoleSessionDeleteExpired(ctx context.Context, now time.Time, revokedKeyID string) error {
+	for h, s := range t.st.consoles {
+		if s.ExpiresAt.Before(now) || (revokedKeyID != "" && s.KeyID == revokedKeyID) {
+			delete(t.st.consoles, h)
+		}
 	}
 	return nil
 }

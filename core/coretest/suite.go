@@ -60,6 +60,9 @@ var tests = []struct {
 	{"Sessions", testSessions},
 	{"SessionValidation", testSessionValidation},
 	{"SessionPrincipal", testSessionPrincipal},
+	// Console sessions (console.go)
+	{"ConsoleSessions", testConsoleSessions},
+	{"ConsoleRevokedElsewhere", testConsoleRevokedElsewhere},
 	// Directories (directories.go)
 	{"DirRename", testDirRename},
 	{"DirRenameNested", testDirRenameNested},

@@ -45,6 +45,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"VersionDeleteExpired", testDeleteExpired},
 		{"Keys", testKeys},
 		{"Sessions", testSessions},
+		{"ConsoleSessions", testConsoleSessions},
 		{"WriteReturnsFnErrorAndRollsBack", testWriteFnError},
 		{"WriteErrorIsolation", testWriteIsolation},
 		{"WriteCancelledContext", testWriteCancelled},
