@@ -144,11 +144,9 @@ func (s *Service) RevokeKey(ctx context.Context, id string) error {
 			if k.RevokedAt != nil {
 				return nil
 			}
-			if err := tx.KeyRevoke(ctx, id, s.now()); err != nil {
-				return err
-			}
-			// Its console sign-ins end with it.
-			return tx.ConsoleSessionDeleteExpired(ctx, s.now(), id)
+			// Its console sessions end too: ConsoleAuthenticate checks the
+			// key on every request (and then deletes them, saying why).
+			return tx.KeyRevoke(ctx, id, s.now())
 		}
 		return trove.Errorf(trove.ENOTFOUND, "API key %s not found", id)
 	})

@@ -97,7 +97,10 @@ func (s *Service) ConsoleAuthenticate(ctx context.Context, token string) (*trove
 		return nil, err
 	}
 	if revoked {
-		_ = s.write(ctx, "ConsoleAuthenticate", func(tx storage.Tx) error { return tx.ConsoleSessionDelete(ctx, th[:]) })
+		// Every console session of the key ends.
+		_ = s.write(ctx, "ConsoleAuthenticate", func(tx storage.Tx) error {
+			return tx.ConsoleSessionDeleteExpired(ctx, s.now(), cs.KeyID)
+		})
 		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "API key %s was revoked: sign in with another key", cs.KeyID)
 	}
 	if !s.now().Before(cs.ExpiresAt) {
