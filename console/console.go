@@ -113,6 +113,7 @@ func (h *Handler) routes() {
 	post(st+"/archive", h.archiveStore)
 	post(st+"/delete", h.deleteStore)
 	get(st+"/tree", h.treeFragment)
+	get(st+"/stats", h.statsJSON)
 	get(st+"/new", h.newMemoryPage)
 	post(st+"/memories", h.createMemory)
 	get(st+"/memories/{mid}", h.memoryPage)

@@ -80,6 +80,12 @@ func testFlow(t *testing.T, bctx context.Context) {
 	// Open it again through the tree, whose directories load lazily.
 	tb.run(t, "tree",
 		chromedp.Navigate(e.url+"/console/stores/"+st.ID),
+		waitVisible(`#store-stats[data-stats-loaded="1"]`),
+	)
+	if got := tb.text(t, `#store-stats [data-stat=memories]`); got != "1" {
+		t.Errorf("store page counts %q memories, want 1", got)
+	}
+	tb.run(t, "tree expand",
 		waitVisible("li.dir summary"),
 		click("li.dir summary"),
 		waitVisible(`li.dir li.file a`),

@@ -14,6 +14,7 @@ import (
 // html/template's, by context.
 var funcs = template.FuncMap{
 	"storeURL":   storeURL,
+	"statsURL":   func(id string) string { return storeURL(id) + "/stats" },
 	"memoryURL":  memoryURL,
 	"versionURL": versionURL,
 	"historyURL": func(sid, mid string) string { return memoryURL(sid, mid) + "/history" },

@@ -84,3 +84,38 @@ document.addEventListener("submit", function (ev) {
     b.setAttribute("aria-busy", "true");
   }
 });
+
+// Store counts (memories, size, last change) load after the page: counting
+// a large store takes longer than drawing the page.
+function fillStats() {
+  document.querySelectorAll("[data-stats]").forEach(function (el) {
+    fetch(el.dataset.stats, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (r) {
+        if (!r.ok) {
+          throw new Error("the server answered " + r.status);
+        }
+        return r.json();
+      })
+      .then(function (stats) {
+        el.querySelectorAll("[data-stat]").forEach(function (cell) {
+          const v = stats[cell.dataset.stat];
+          if (typeof v === "string") {
+            cell.textContent = v;
+          }
+        });
+        el.dataset.statsLoaded = "1";
+      })
+      .catch(function () {
+        el.querySelectorAll("[data-stat=memories], [data-stat=size]").forEach(function (cell) {
+          cell.textContent = "?";
+          cell.title = "Could not count this store; reload to try again.";
+        });
+      });
+  });
+}
+
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", fillStats);
+} else {
+  fillStats();
+}
