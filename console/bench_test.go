@@ -111,7 +111,6 @@ func BenchmarkTreeDir10k(b *testing.B) {
 	}
 }
 
-
 func tenK(b *testing.B) (*benchEnv, *trove.Store) {
 	e := newBenchEnv(b)
 	st, err := e.svc.CreateStore(e.ctx, trove.CreateStoreParams{Name: "ten thousand"})
