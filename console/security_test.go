@@ -358,4 +358,15 @@ func testTLS(t *testing.T, bctx context.Context) {
 	}
 }
 
-func screenshots(t *testing.T, bctx context.Context, dir string) {}
+// mustPrincipal is the principal of the env's API key.
+func mustPrincipal(t *testing.T, e *env) *trove.Principal {
+	t.Helper()
+	p, err := e.svc.Authenticate(context.Background(), e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newAPI is an API client with secret on e's server.
+func newAPI(e *env, secret string) *httpapi.Client { return httpapi.NewClient(e.url, secret) }

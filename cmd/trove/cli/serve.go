@@ -206,6 +206,14 @@ reading holds at most one response), and a keep-alive connection waits
 client disconnects. HTTP/1.1 and unencrypted HTTP/2 (prior knowledge) are
 served on the same port.
 
+Console: the web console is served on the same port under /console/ (/
+redirects there); sign in with an API key. --console=false turns it off.
+
+HTTPS: --tls-cert and --tls-key serve HTTPS (HTTP/1.1 and HTTP/2) instead of
+plain HTTP; a replaced certificate or key is picked up at the next TLS
+handshake, no restart needed. Binding an address that is not loopback
+without them prints a warning.
+
 PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
 environment variables) win over the URL's pool_max_conns and connect_timeout,
 which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
@@ -329,15 +337,15 @@ func runServe(e *env, c serveConfig) error {
 		url = "https://" + ln.Addr().String()
 	}
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
-	if c.console {
-		fmt.Fprintf(e.stdout, "trove: console at %s/console/\n", url)
-	}
 	if certs == nil && !isLoopback(ln.Addr()) {
 		fmt.Fprintf(e.stderr, "trove: warning: serving plain HTTP on %s, which is not a loopback address: API keys and console sessions cross the network unencrypted; use --tls-cert and --tls-key\n", ln.Addr())
 		log.Warn("plain HTTP on a non-loopback address; use --tls-cert and --tls-key", "addr", ln.Addr().String())
 	}
 	if hint := loginHint(url, c.data); hint != "" {
 		fmt.Fprintln(e.stdout, hint)
+	}
+	if c.console {
+		fmt.Fprintf(e.stdout, "trove: console at %s/console/\n", url)
 	}
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
 	if pg, ok := b.driver.(*postgres.DB); ok {
