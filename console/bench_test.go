@@ -95,20 +95,42 @@ func parallel(b *testing.B, n int, fn func(i int) error) {
 // and size, and the tree's top level) of a 10,000-memory store in 100
 // directories of 100 memories; BenchmarkTreeDir10k is one lazily loaded
 // directory of it.
+//
+// Each has a "services" baseline in the same run: the service calls the
+// page makes, without authentication, templates or HTTP.
 func BenchmarkStorePage10k(b *testing.B) {
 	e, st := tenK(b)
-	b.ResetTimer()
-	for b.Loop() {
-		e.get(b, "/console/stores/"+st.ID)
-	}
+	b.Run("page", func(b *testing.B) {
+		for b.Loop() {
+			e.get(b, "/console/stores/"+st.ID)
+		}
+	})
+	b.Run("services", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.svc.GetStore(e.ctx, st.ID); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.svc.ListMemories(e.ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/", Depth: 1, Limit: 100}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkTreeDir10k(b *testing.B) {
 	e, st := tenK(b)
-	b.ResetTimer()
-	for b.Loop() {
-		e.get(b, "/console/stores/"+st.ID+"/tree?dir=/project-42/")
-	}
+	b.Run("page", func(b *testing.B) {
+		for b.Loop() {
+			e.get(b, "/console/stores/"+st.ID+"/tree?dir=/project-42/")
+		}
+	})
+	b.Run("services", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.svc.ListMemories(e.ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/project-42/", Depth: 1, Limit: 100}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func tenK(b *testing.B) (*benchEnv, *trove.Store) {
@@ -146,10 +168,24 @@ func BenchmarkHistory1000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		e.get(b, "/console/stores/"+st.ID+"/memories/"+m.ID+"/history")
-	}
+	b.Run("page", func(b *testing.B) {
+		for b.Loop() {
+			e.get(b, "/console/stores/"+st.ID+"/memories/"+m.ID+"/history")
+		}
+	})
+	b.Run("services", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.svc.GetStore(e.ctx, st.ID); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.svc.ListVersions(e.ctx, st.ID, trove.ListVersionsParams{MemoryID: m.ID, Limit: 100}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.svc.GetMemory(e.ctx, st.ID, m.ID, trove.ViewBasic); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkStoreStats10k is the count behind a store's memories and size
@@ -157,7 +193,6 @@ func BenchmarkHistory1000(b *testing.B) {
 // whole store's listing.
 func BenchmarkStoreStats10k(b *testing.B) {
 	e, st := tenK(b)
-	b.ResetTimer()
 	for b.Loop() {
 		e.get(b, "/console/stores/"+st.ID+"/stats")
 	}
