@@ -40,6 +40,25 @@ func testFlow(t *testing.T, bctx context.Context) {
 		t.Fatalf("API store after create = %+v", st)
 	}
 
+	// Describe it and set metadata.
+	tb.run(t, "store settings",
+		setValue("#store-settings #description", "What the agent learned about ACME"),
+		setValue("#store-settings #metadata", "team=core\nenv=prod\n"),
+		submit("#store-settings #name"),
+		waitVisible("#notice"),
+	)
+	if st, err := e.api.GetStore(ctx, st.ID); err != nil || st.Description != "What the agent learned about ACME" || st.Metadata["team"] != "core" || st.Metadata["env"] != "prod" {
+		t.Fatalf("API store after settings = %+v, %v", st, err)
+	}
+	tb.run(t, "remove a metadata key",
+		setValue("#store-settings #metadata", "team=core\n"),
+		submit("#store-settings #name"),
+		waitVisible("#notice"),
+	)
+	if st, err := e.api.GetStore(ctx, st.ID); err != nil || len(st.Metadata) != 1 || st.Metadata["team"] != "core" {
+		t.Fatalf("API store after removing a key = %+v, %v", st, err)
+	}
+
 	// Create a memory (the textarea sends CRLF line ends; LF is stored).
 	tb.run(t, "new memory",
 		click("#new-memory"),
