@@ -276,6 +276,7 @@ func (e *env) signIn(t *testing.T, tb *tab, key string) {
 func TestBrowser(t *testing.T) {
 	bctx := browser(t)
 	t.Run("Flow", func(t *testing.T) { testFlow(t, bctx) })
+	t.Run("RenameMove", func(t *testing.T) { testRename(t, bctx) })
 	t.Run("HostileContent", func(t *testing.T) { testHostile(t, bctx) })
 	t.Run("CrossSiteAndNoCookie", func(t *testing.T) { testCSRF(t, bctx) })
 	t.Run("RevokedKey", func(t *testing.T) { testRevoked(t, bctx) })

@@ -291,3 +291,52 @@ func testFlow(t *testing.T, bctx context.Context) {
 func ptr[T any](v T) *T { return &v }
 
 var _ = url.Values{}
+
+// testRename moves a memory by editing its path; a path taken by another
+// memory is refused with the API's reason and the typed text kept.
+func testRename(t *testing.T, bctx context.Context) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	st, err := e.api.CreateStore(ctx, trove.CreateStoreParams{Name: "moves"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := e.api.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/a/x.md", Content: "x\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/b/y.md", Content: "y\n"}); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t, bctx)
+	e.signIn(t, tb, e.key)
+	tb.run(t, "move onto a taken path",
+		chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/memories/"+x.ID),
+		waitVisible("#edit-form"),
+		setValue("#edit-form #path", "/b/y.md"),
+		setValue("#edit-form #content", "typed text\n"),
+		submit("#edit-form #path"),
+		waitVisible("#error"),
+	)
+	if got := tb.text(t, "#error"); !strings.Contains(got, "Not saved") || !strings.Contains(got, "/b/y.md") {
+		t.Errorf("refusal says %q", got)
+	}
+	if v := eval[string](t, tb, `document.querySelector("#edit-form #content").value`); v != "typed text\n" {
+		t.Errorf("typed text lost: the form holds %q", v)
+	}
+	if m, err := e.api.GetMemory(ctx, st.ID, x.ID, trove.ViewFull); err != nil || m.Path != "/a/x.md" || *m.Content != "x\n" {
+		t.Fatalf("API after the refused move = %+v, %v", m, err)
+	}
+	tb.run(t, "move",
+		setValue("#edit-form #path", "/c/x.md"),
+		submit("#edit-form #path"),
+		waitVisible("#notice"),
+	)
+	if got := tb.text(t, "#memory-path"); got != "/c/x.md" {
+		t.Errorf("page after the move shows %q", got)
+	}
+	if m, err := e.api.GetMemory(ctx, st.ID, x.ID, trove.ViewFull); err != nil || m.Path != "/c/x.md" || *m.Content != "typed text\n" {
+		t.Fatalf("API after the move = %+v, %v", m, err)
+	}
+	tb.quiet(t)
+}

@@ -48,6 +48,9 @@ type memoryData struct {
 	Store  *trove.Store
 	Memory *trove.Memory
 	CRLF   bool // the content uses CRLF line ends (kept on save)
+	// The edit form's path and content: the memory's, or what the user
+	// sent when a save was refused (so nothing typed is lost).
+	Path, Content string
 }
 
 func (h *Handler) memoryPage(w http.ResponseWriter, r *http.Request, s *signed) error {
@@ -55,7 +58,7 @@ func (h *Handler) memoryPage(w http.ResponseWriter, r *http.Request, s *signed) 
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, "memory", s, &view{Title: m.Path, Notice: notice(r), Data: memoryData{Store: st, Memory: m, CRLF: strings.Contains(*m.Content, "\r\n")}})
+	h.render(w, r, http.StatusOK, "memory", s, &view{Title: m.Path, Notice: notice(r), Data: memoryData{Store: st, Memory: m, CRLF: strings.Contains(*m.Content, "\r\n"), Path: m.Path, Content: *m.Content}})
 	return nil
 }
 
@@ -162,6 +165,16 @@ func (h *Handler) updateMemory(w http.ResponseWriter, r *http.Request, s *signed
 			return gerr
 		}
 		h.render(w, r, http.StatusConflict, "conflict", s, &view{Title: "Conflict", Data: d})
+		return nil
+	case trove.EINVALID, trove.EPATHCONFLICT, trove.EFORBIDDEN, trove.ETOOLARGE:
+		// Refused as asked: the page again, with the reason and the
+		// user's text and path kept in the form.
+		cur, gerr := h.svc.GetMemory(ctx, st.ID, mid, trove.ViewFull)
+		if gerr != nil {
+			return err
+		}
+		h.render(w, r, status(err), "memory", s, &view{Title: cur.Path, Error: "Not saved: " + trove.ErrorMessage(err),
+			Data: memoryData{Store: st, Memory: cur, CRLF: r.PostFormValue("crlf") == "1", Path: p, Content: content}})
 		return nil
 	}
 	return err
