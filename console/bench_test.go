@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
+	"time"
 	"testing"
 
 	"github.com/trovehq/trove"
@@ -42,6 +43,26 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	h := console.New(console.Config{Services: svc, Sessions: svc, Auth: svc})
 	return &benchEnv{h: h, svc: svc, ctx: trove.WithPrincipal(context.Background(), p), token: token}
+}
+
+// interleaved times the page and its services baseline alternately in
+// each iteration, so that both see the same machine load, and reports
+// page-ms, services-ms and their ratio.
+func interleaved(b *testing.B, page func(), services func()) {
+	var pt, st time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		page()
+		t1 := time.Now()
+		services()
+		st += time.Since(t1)
+		pt += t1.Sub(t0)
+		n++
+	}
+	b.ReportMetric(float64(pt.Microseconds())/1000/float64(n), "page-ms")
+	b.ReportMetric(float64(st.Microseconds())/1000/float64(n), "services-ms")
+	b.ReportMetric(float64(pt)/float64(st), "page/services")
 }
 
 // get serves one GET and fails unless it is a 200.
@@ -100,35 +121,21 @@ func parallel(b *testing.B, n int, fn func(i int) error) {
 // page makes, without authentication, templates or HTTP.
 func BenchmarkStorePage10k(b *testing.B) {
 	e, st := tenK(b)
-	b.Run("page", func(b *testing.B) {
-		for b.Loop() {
-			e.get(b, "/console/stores/"+st.ID)
+	interleaved(b, func() { e.get(b, "/console/stores/"+st.ID) }, func() {
+		if _, err := e.svc.GetStore(e.ctx, st.ID); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("services", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := e.svc.GetStore(e.ctx, st.ID); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := e.svc.ListMemories(e.ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/", Depth: 1, Limit: 100}); err != nil {
-				b.Fatal(err)
-			}
+		if _, err := e.svc.ListMemories(e.ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/", Depth: 1, Limit: 100}); err != nil {
+			b.Fatal(err)
 		}
 	})
 }
 
 func BenchmarkTreeDir10k(b *testing.B) {
 	e, st := tenK(b)
-	b.Run("page", func(b *testing.B) {
-		for b.Loop() {
-			e.get(b, "/console/stores/"+st.ID+"/tree?dir=/project-42/")
-		}
-	})
-	b.Run("services", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := e.svc.ListMemories(e.ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/project-42/", Depth: 1, Limit: 100}); err != nil {
-				b.Fatal(err)
-			}
+	interleaved(b, func() { e.get(b, "/console/stores/"+st.ID+"/tree?dir=/project-42/") }, func() {
+		if _, err := e.svc.ListMemories(e.ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/project-42/", Depth: 1, Limit: 100}); err != nil {
+			b.Fatal(err)
 		}
 	})
 }
@@ -168,22 +175,15 @@ func BenchmarkHistory1000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("page", func(b *testing.B) {
-		for b.Loop() {
-			e.get(b, "/console/stores/"+st.ID+"/memories/"+m.ID+"/history")
+	interleaved(b, func() { e.get(b, "/console/stores/"+st.ID+"/memories/"+m.ID+"/history") }, func() {
+		if _, err := e.svc.GetStore(e.ctx, st.ID); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("services", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := e.svc.GetStore(e.ctx, st.ID); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := e.svc.ListVersions(e.ctx, st.ID, trove.ListVersionsParams{MemoryID: m.ID, Limit: 100}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := e.svc.GetMemory(e.ctx, st.ID, m.ID, trove.ViewBasic); err != nil {
-				b.Fatal(err)
-			}
+		if _, err := e.svc.ListVersions(e.ctx, st.ID, trove.ListVersionsParams{MemoryID: m.ID, Limit: 100}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.svc.GetMemory(e.ctx, st.ID, m.ID, trove.ViewBasic); err != nil {
+			b.Fatal(err)
 		}
 	})
 }
