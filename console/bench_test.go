@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/console"
