@@ -277,6 +277,7 @@ func TestBrowser(t *testing.T) {
 	bctx := browser(t)
 	t.Run("Flow", func(t *testing.T) { testFlow(t, bctx) })
 	t.Run("RenameMove", func(t *testing.T) { testRename(t, bctx) })
+	t.Run("Keyboard", func(t *testing.T) { testKeyboard(t, bctx) })
 	t.Run("HostileContent", func(t *testing.T) { testHostile(t, bctx) })
 	t.Run("CrossSiteAndNoCookie", func(t *testing.T) { testCSRF(t, bctx) })
 	t.Run("RevokedKey", func(t *testing.T) { testRevoked(t, bctx) })

@@ -340,3 +340,49 @@ func testRename(t *testing.T, bctx context.Context) {
 	}
 	tb.quiet(t)
 }
+
+// testKeyboard signs in and opens a directory and a memory with the
+// keyboard only: Enter in the key field, Tab to the tree, Enter on a
+// directory (loaded then), Enter on a link.
+func testKeyboard(t *testing.T, bctx context.Context) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	st, err := e.api.CreateStore(ctx, trove.CreateStoreParams{Name: "keys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/dir/note.md", Content: "by keyboard\n"}); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t, bctx)
+	tb.run(t, "sign in with Enter",
+		chromedp.Navigate(e.url+"/console/signin"),
+		waitVisible("#api_key"),
+		sendKeys("#api_key", e.key+"\r"),
+		waitVisible("#stores"),
+		chromedp.Navigate(e.url+"/console/stores/"+st.ID),
+		waitVisible("li.dir summary"),
+	)
+	// Tab from the "New memory" button reaches the breadcrumb, then the
+	// directory.
+	eval[bool](t, tb, `(document.querySelector("#new-memory").focus(), true)`)
+	for i := 0; i < 10; i++ {
+		if eval[bool](t, tb, `document.activeElement && document.activeElement.matches("li.dir summary")`) {
+			break
+		}
+		tb.run(t, "tab", chromedp.KeyEvent("\t"))
+	}
+	if !eval[bool](t, tb, `document.activeElement.matches("li.dir summary")`) {
+		t.Fatal("Tab never reached the directory")
+	}
+	tb.run(t, "open the directory with Enter", chromedp.KeyEvent("\r"), waitVisible("li.dir li.file a"))
+	tb.run(t, "tab to the memory", chromedp.KeyEvent("\t"))
+	if !eval[bool](t, tb, `document.activeElement.matches("li.dir li.file a")`) {
+		t.Fatal("Tab after the directory does not reach its memory")
+	}
+	tb.run(t, "open it with Enter", chromedp.KeyEvent("\r"), waitVisible("#memory-content"))
+	if got := tb.text(t, "#memory-content"); got != "by keyboard\n" {
+		t.Errorf("memory page shows %q", got)
+	}
+	tb.quiet(t)
+}

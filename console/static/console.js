@@ -47,10 +47,6 @@ document.addEventListener("toggle", function (ev) {
   if (!(d instanceof HTMLDetailsElement) || !d.dataset.src) {
     return;
   }
-  const li = d.parentElement;
-  if (li) {
-    li.setAttribute("aria-expanded", d.open ? "true" : "false");
-  }
   if (d.open && !d.dataset.loaded) {
     d.dataset.loaded = "1";
     loadInto(d.querySelector("ul"), d.dataset.src, true);
