@@ -3,10 +3,8 @@ package console_test
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -294,7 +292,6 @@ func wantErrCode(t *testing.T, what string, err error, code string) {
 	}
 }
 
-var errStop = errors.New("stop")
 
 // storeByName finds a store (archived too) through the API.
 func (e *env) storeByName(t *testing.T, name string) *trove.Store {
@@ -334,4 +331,3 @@ func plainClient() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-var _ = url.Values{}
