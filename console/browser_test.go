@@ -292,7 +292,6 @@ func wantErrCode(t *testing.T, what string, err error, code string) {
 	}
 }
 
-
 // storeByName finds a store (archived too) through the API.
 func (e *env) storeByName(t *testing.T, name string) *trove.Store {
 	t.Helper()
@@ -330,4 +329,3 @@ func (e *env) memoryByPath(t *testing.T, storeID, p string) *trove.Memory {
 func plainClient() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
-

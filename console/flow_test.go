@@ -289,7 +289,6 @@ func testFlow(t *testing.T, bctx context.Context) {
 
 func ptr[T any](v T) *T { return &v }
 
-
 // testRename moves a memory by editing its path; a path taken by another
 // memory is refused with the API's reason and the typed text kept.
 func testRename(t *testing.T, bctx context.Context) {
