@@ -38,6 +38,9 @@ var forbidden = map[string][]string{
 	"archive/...":          {"!/internal/atomicfile", "/..."},
 	"apply/...":            {"!/internal/atomicfile", "/..."},
 	"internal/atomicfile":  {"/..."},
+	"console/...":          {"!/internal/textdiff", "/..."},
+	"internal/textdiff":    {"/..."},
+	"internal/certfile":    {"/..."},
 	"internal/bench":       {"/..."}, // benchmarks live in its test files
 	"internal/pgtest":      {"/..."},
 	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},

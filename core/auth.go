@@ -144,6 +144,8 @@ func (s *Service) RevokeKey(ctx context.Context, id string) error {
 			if k.RevokedAt != nil {
 				return nil
 			}
+			// Its console sessions end too: ConsoleAuthenticate checks the
+			// key on every request (and then deletes them, saying why).
 			return tx.KeyRevoke(ctx, id, s.now())
 		}
 		return trove.Errorf(trove.ENOTFOUND, "API key %s not found", id)

@@ -42,7 +42,8 @@ type memState struct {
 	seqs     map[string]int64                // store ID → the last Seq handed out
 	events   map[string][]trove.SessionEvent // by session ID, in seq order
 	dreams   map[string]trove.Dream
-	heads    map[string][]byte // store ID → the chain hash of its newest version
+	heads    map[string][]byte                 // store ID → the chain hash of its newest version
+	consoles map[string]storage.ConsoleSession // by string(token hash)
 }
 
 func newMemDriver() *memDriver {
@@ -51,7 +52,8 @@ func newMemDriver() *memDriver {
 		versions: map[string]trove.MemoryVersion{}, keys: map[string]memKey{}, sessions: map[string]memSession{},
 		seqs:   map[string]int64{},
 		events: map[string][]trove.SessionEvent{}, dreams: map[string]trove.Dream{},
-		heads: map[string][]byte{},
+		heads:    map[string][]byte{},
+		consoles: map[string]storage.ConsoleSession{},
 	}}
 }
 
@@ -78,7 +80,8 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 		versions: maps.Clone(d.st.versions), keys: maps.Clone(d.st.keys), sessions: maps.Clone(d.st.sessions),
 		seqs:   maps.Clone(d.st.seqs),
 		events: maps.Clone(d.st.events), dreams: maps.Clone(d.st.dreams),
-		heads: map[string][]byte{},
+		heads:    maps.Clone(d.st.heads),
+		consoles: maps.Clone(d.st.consoles),
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err
@@ -665,6 +668,39 @@ func (t *memTx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []
 		}
 		if err := t.VersionInsert(ctx, vs[i]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+func (t *memTx) ConsoleSessionInsert(ctx context.Context, s *storage.ConsoleSession) error {
+	if _, ok := t.st.consoles[string(s.TokenHash)]; ok {
+		return trove.Errorf(trove.ECONFLICT, "console session exists")
+	}
+	c := *s
+	c.TokenHash = slices.Clone(s.TokenHash)
+	t.st.consoles[string(s.TokenHash)] = c
+	return nil
+}
+
+func (t *memTx) ConsoleSessionGet(ctx context.Context, hash []byte) (*storage.ConsoleSession, error) {
+	s, ok := t.st.consoles[string(hash)]
+	if !ok {
+		return nil, notFound("console session", "")
+	}
+	s.TokenHash = slices.Clone(s.TokenHash)
+	return &s, nil
+}
+
+func (t *memTx) ConsoleSessionDelete(ctx context.Context, hash []byte) error {
+	delete(t.st.consoles, string(hash))
+	return nil
+}
+
+func (t *memTx) ConsoleSessionDeleteExpired(ctx context.Context, now time.Time, revokedKeyID string) error {
+	for h, s := range t.st.consoles {
+		if s.ExpiresAt.Before(now) || (revokedKeyID != "" && s.KeyID == revokedKeyID) {
+			delete(t.st.consoles, h)
 		}
 	}
 	return nil

@@ -10,8 +10,9 @@ import (
 	"unicode"
 )
 
-// HTTPServer returns the net/http server trove serve runs for s: HTTP/1.1
-// and unencrypted HTTP/2 (prior knowledge), Config.Timeouts' ReadHeader and
+// HTTPServer returns the net/http server trove serve runs for s: HTTP/1.1,
+// unencrypted HTTP/2 (prior knowledge) and, when served with TLS, HTTP/2
+// over TLS, Config.Timeouts' ReadHeader and
 // Idle as its ReadHeaderTimeout and IdleTimeout (Body and Write are applied
 // per request by ServeHTTP), and its own error log (connection errors) sent
 // to Config.Logger at Warn with every quoted string and control byte
@@ -22,6 +23,7 @@ func (s *Server) HTTPServer() *http.Server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
+	protos.SetHTTP2(true) // over TLS (serve --tls-cert), negotiated by ALPN
 	srv := &http.Server{
 		Handler:           s,
 		Protocols:         &protos,

@@ -67,6 +67,10 @@ type Config struct {
 	// FeedHeartbeat is how often an idle change stream sends a comment
 	// line; 0 means DefaultFeedHeartbeat.
 	FeedHeartbeat time.Duration
+	// Console, when not nil, is served under /console/ (the web console),
+	// and GET / redirects there; it gets the same timeouts, request IDs,
+	// logs and metrics (route "console") as the API. nil: both are 404.
+	Console http.Handler
 }
 
 // Timeouts bound the time a client may hold the server's resources. Every
@@ -256,6 +260,21 @@ func NewServer(cfg Config) *Server {
 		slices.Sort(allow)
 		rt.allow = strings.Join(allow, ", ")
 		s.mux.Handle(path, s.dispatch(rt))
+	}
+	if cfg.Console != nil {
+		console := cfg.Console
+		s.mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rec, ok := w.(*recorder); ok {
+				rec.route = "console"
+			}
+			console.ServeHTTP(w, r)
+		}))
+		s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			if rec, ok := w.(*recorder); ok {
+				rec.route = "GET /"
+			}
+			http.Redirect(w, r, "/console/", http.StatusFound)
+		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, trove.Errorf(trove.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))

@@ -216,6 +216,20 @@ type Tx interface {
 	// transaction as the memory rows, so a Read sees both as of one
 	// snapshot; a version's content is never indexed (only live memories').
 	MemorySearch(ctx context.Context, p MemorySearchParams) ([]MemorySearchHit, error)
+
+	// ConsoleSessionInsert stores a console (browser) sign-in under the
+	// SHA-256 of its token; the token itself is never stored.
+	ConsoleSessionInsert(ctx context.Context, s *ConsoleSession) error
+	// ConsoleSessionGet finds a console session by token hash (expired ones
+	// too: the caller compares ExpiresAt), or ENOTFOUND.
+	ConsoleSessionGet(ctx context.Context, tokenHash []byte) (*ConsoleSession, error)
+	// ConsoleSessionDelete removes the console session with this token
+	// hash; removing an absent one is not an error.
+	ConsoleSessionDelete(ctx context.Context, tokenHash []byte) error
+	// ConsoleSessionDeleteExpired removes every console session whose
+	// ExpiresAt is before now, and every one signed in with the API key
+	// revokedKeyID when it is not "".
+	ConsoleSessionDeleteExpired(ctx context.Context, now time.Time, revokedKeyID string) error
 }
 
 // EventListParams filters EventList.
@@ -260,6 +274,16 @@ type SearchPosition struct {
 type MemorySearchHit struct {
 	Memory trove.Memory
 	Score  float64
+}
+
+// ConsoleSession is a browser sign-in to the console: the API key it was
+// made with and when it stops working.
+type ConsoleSession struct {
+	TokenHash   []byte // SHA-256 of the cookie's token
+	KeyID       string // apikey_… signed in with
+	WorkspaceID string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
 }
 
 // StoreListParams filters StoreList.

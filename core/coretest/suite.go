@@ -64,6 +64,9 @@ var tests = []struct {
 	{"Events", testEvents},
 	// Dreams (dreams.go)
 	{"Dreams", testDreams},
+	// Console sessions (console.go)
+	{"ConsoleSessions", testConsoleSessions},
+	{"ConsoleRevokedElsewhere", testConsoleRevokedElsewhere},
 	// Directories (directories.go)
 	{"DirRename", testDirRename},
 	{"DirRenameNested", testDirRenameNested},

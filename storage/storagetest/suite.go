@@ -54,6 +54,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"DreamRoundTrip", testDreamRoundTrip},
 		{"DreamList", testDreamList},
 		{"DreamClaim", testDreamClaim},
+		{"ConsoleSessions", testConsoleSessions},
 		{"WriteReturnsFnErrorAndRollsBack", testWriteFnError},
 		{"WriteErrorIsolation", testWriteIsolation},
 		{"WriteCancelledContext", testWriteCancelled},

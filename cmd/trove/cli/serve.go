@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,9 +19,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/console"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/atomicfile"
+	"github.com/trovehq/trove/internal/certfile"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
@@ -40,6 +44,8 @@ type serveConfig struct {
 	limits                     trove.Limits     // every field set and valid (resolveLimits)
 	db                         dbOptions        // resolved by resolveDBOptions
 	dreams                     dreamConfig
+	console                    bool   // serve the web console under /console/
+	tlsCert, tlsKey            string // serve HTTPS with this pair (both or neither)
 }
 
 // The PostgreSQL pool flags and their environment variables.
@@ -208,6 +214,14 @@ logs a warning at start and every dream fails with model_not_configured; give
 --dream-workers 0 to a node without a key when other nodes have one. A dream
 held by a node that dies is failed (runner_lost) once its --dream-lease ends.
 
+Console: the web console is served on the same port under /console/ (/
+redirects there); sign in with an API key. --console=false turns it off.
+
+HTTPS: --tls-cert and --tls-key serve HTTPS (HTTP/1.1 and HTTP/2) instead of
+plain HTTP; a replaced certificate or key is picked up at the next TLS
+handshake, no restart needed. Binding an address that is not loopback
+without them prints a warning.
+
 PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
 environment variables) win over the URL's pool_max_conns and connect_timeout,
 which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
@@ -237,6 +251,9 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	f.IntVar(&dbMaxConns, dbMaxConnsFlag, 0, "PostgreSQL connection pool size; 0: the URL's pool_max_conns, else "+strconv.Itoa(postgres.DefaultMaxConns)+" (env "+dbMaxConnsEnv+")")
 	f.DurationVar(&dbConnectTimeout, dbConnectTimeoutFlag, 0, "bound on connecting to PostgreSQL and on waiting for a pooled connection, past which a request fails with a retryable 503; 0: the URL's connect_timeout, else "+postgres.DefaultConnectTimeout.String()+" (env "+dbConnectTimeoutEnv+")")
 	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
+	f.BoolVar(&c.console, "console", envOr("TROVE_CONSOLE", "true") != "false", "serve the web console under /console/ (/ redirects there); --console=false turns it off (env TROVE_CONSOLE)")
+	f.StringVar(&c.tlsCert, "tls-cert", os.Getenv("TROVE_TLS_CERT"), "serve HTTPS (and HTTP/2) with this PEM certificate (chain); re-read when the file changes, no restart needed (env TROVE_TLS_CERT)")
+	f.StringVar(&c.tlsKey, "tls-key", os.Getenv("TROVE_TLS_KEY"), "the PEM private key of --tls-cert (env TROVE_TLS_KEY)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	dt := httpapi.DefaultTimeouts()
 	f.DurationVar(&c.timeouts.ReadHeader, "read-header-timeout", dt.ReadHeader, "how long a client may take to send a request's line and headers; past it the connection is closed")
@@ -285,6 +302,24 @@ func runServe(e *env, c serveConfig) error {
 		return err
 	}
 
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
+	}
+	var certs *certfile.Reloader
+	if c.tlsCert != "" {
+		if certs, err = certfile.New(c.tlsCert, c.tlsKey); err != nil {
+			return err
+		}
+		certs.OnError = func(err error) {
+			log.Warn("TLS certificate changed but does not load; still serving the previous one", "error", err)
+		}
+	}
+
+	var consoleHandler http.Handler
+	if c.console {
+		consoleHandler = console.New(console.Config{Services: b.svc, Sessions: b.svc, Auth: b.svc, Limits: c.limits, Logger: log})
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler := httpapi.NewServer(httpapi.Config{
@@ -299,6 +334,7 @@ func runServe(e *env, c serveConfig) error {
 		Metrics:      reg,
 		Health:       b.health,
 		Timeouts:     c.timeouts,
+		Console:      consoleHandler,
 		// The credential cache is core's (Options.AuthCacheTTL): it sees
 		// revocations made through this process at once.
 	})
@@ -310,9 +346,20 @@ func runServe(e *env, c serveConfig) error {
 	// redacted.
 	srv := handler.HTTPServer()
 	url := "http://" + ln.Addr().String()
+	if certs != nil {
+		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
+		url = "https://" + ln.Addr().String()
+	}
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
+	if certs == nil && !isLoopback(ln.Addr()) {
+		fmt.Fprintf(e.stderr, "trove: warning: serving plain HTTP on %s, which is not a loopback address: API keys and console sessions cross the network unencrypted; use --tls-cert and --tls-key\n", ln.Addr())
+		log.Warn("plain HTTP on a non-loopback address; use --tls-cert and --tls-key", "addr", ln.Addr().String())
+	}
 	if hint := loginHint(url, c.data); hint != "" {
 		fmt.Fprintln(e.stdout, hint)
+	}
+	if c.console {
+		fmt.Fprintf(e.stdout, "trove: console at %s/console/\n", url)
 	}
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
 	if pg, ok := b.driver.(*postgres.DB); ok {
@@ -334,7 +381,13 @@ func runServe(e *env, c serveConfig) error {
 	}()
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			serveErr <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-serveErr: // never http.ErrServerClosed: only Shutdown, below, closes it
 		stopRetention()
@@ -356,6 +409,13 @@ func runServe(e *env, c serveConfig) error {
 	}
 	fmt.Fprintln(e.stdout, "trove: stopped")
 	return nil
+}
+
+// isLoopback reports whether a listener's address is a loopback address
+// (an unspecified address such as 0.0.0.0 is not).
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // ensureFirstKey creates an API key in the default workspace when the

@@ -78,7 +78,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var listenRE = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
+var listenRE = regexp.MustCompile(`listening on (https?://[0-9.]+:[0-9]+)`)
 
 // server is a `trove serve` running in this process.
 type server struct {

@@ -1,0 +1,137 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/trovehq/trove"
+)
+
+// funcs are the templates' helpers. They return plain strings: escaping is
+// html/template's, by context.
+var funcs = template.FuncMap{
+	"storeURL":   storeURL,
+	"statsURL":   func(id string) string { return storeURL(id) + "/stats" },
+	"memoryURL":  memoryURL,
+	"versionURL": versionURL,
+	"historyURL": func(sid, mid string) string { return memoryURL(sid, mid) + "/history" },
+	"diffURL": func(sid, mid, a, b string) string {
+		return memoryURL(sid, mid) + "/diff?" + url.Values{"a": {a}, "b": {b}}.Encode()
+	},
+	"treeURL": func(sid, dir, cursor string) string {
+		q := url.Values{"dir": {dir}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		return storeURL(sid) + "/tree?" + q.Encode()
+	},
+	"dirURL": func(sid, dir, cursor string) string {
+		q := url.Values{"dir": {dir}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		return storeURL(sid) + "?" + q.Encode() + "#tree"
+	},
+	"newURL":     func(sid, dir string) string { return storeURL(sid) + "/new?" + url.Values{"dir": {dir}}.Encode() },
+	"sessionURL": func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
+	"pageURL": func(base, cursor string) string {
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		return base + sep + url.Values{"cursor": {cursor}}.Encode()
+	},
+	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"timep": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"bytes": humanBytes,
+	"intp": func(n *int) string {
+		if n == nil {
+			return "–"
+		}
+		return humanBytes(*n)
+	},
+	"strp": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"short": func(s string) string {
+		if len(s) > 12 {
+			return s[:12]
+		}
+		return s
+	},
+	"shortp": func(s *string) string {
+		if s == nil {
+			return "–"
+		}
+		if len(*s) > 12 {
+			return (*s)[:12]
+		}
+		return *s
+	},
+	"actor": actorText,
+	// base is the last segment of a memory path or folded prefix.
+	"base": func(p string) string {
+		p = strings.TrimSuffix(p, "/")
+		return p[strings.LastIndexByte(p, '/')+1:]
+	},
+	// crumbs are the directories above and including dir, for a breadcrumb.
+	"crumbs": func(dir string) []crumb {
+		out := []crumb{{Name: "/", Dir: "/"}}
+		acc := "/"
+		for _, seg := range strings.Split(strings.Trim(dir, "/"), "/") {
+			if seg == "" {
+				continue
+			}
+			acc += seg + "/"
+			out = append(out, crumb{Name: seg, Dir: acc})
+		}
+		return out
+	},
+	// nl is a newline, written right after <textarea> so that a content
+	// starting with a newline keeps it (HTML drops the first one).
+	"nl": func() string { return "\n" },
+}
+
+type crumb struct{ Name, Dir string }
+
+func humanBytes(n int) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
+}
+
+// actorText names an actor: "key apikey_…", "session sesn_…", "console
+// user user_apikey_…".
+func actorText(a *trove.Actor) string {
+	if a == nil {
+		return "unknown"
+	}
+	id, _ := a.ID()
+	switch a.Type {
+	case trove.ActorAPI:
+		return "API key " + id
+	case trove.ActorSession:
+		return "session " + id
+	case trove.ActorUser:
+		return "user " + id
+	case trove.ActorServiceAccount:
+		return "service account " + id
+	}
+	return string(a.Type) + " " + id
+}

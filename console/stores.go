@@ -1,0 +1,235 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trovehq/trove"
+)
+
+// storeRow is one line of the stores list.
+type storeRow struct {
+	trove.Store
+	Memories   int
+	SizeBytes  int
+	LastChange time.Time // newest version, else the store's UpdatedAt
+	Partial    bool      // counting stopped at the store limit
+}
+
+type storesData struct {
+	Stores   []storeRow
+	Archived bool   // archived stores shown
+	Next     string // cursor of the next page
+}
+
+// storeStats counts a store's live memories and their bytes by paging
+// the basic listing (at most the store limit of memories), and finds its
+// last change from the newest version.
+func (h *Handler) storeStats(r *http.Request, st *trove.Store) (storeRow, error) {
+	row := storeRow{Store: *st, LastChange: st.UpdatedAt}
+	ctx := r.Context()
+	cursor := ""
+	for {
+		pg, err := h.svc.ListMemories(ctx, st.ID, trove.ListMemoriesParams{Limit: h.limits.MaxPageSize, Cursor: cursor})
+		if err != nil {
+			return row, err
+		}
+		for _, it := range pg.Data {
+			if it.Memory != nil {
+				row.Memories++
+				row.SizeBytes += it.Memory.SizeBytes
+			}
+		}
+		if pg.NextPage == "" {
+			break
+		}
+		if row.Memories >= h.limits.MaxMemoriesPerStore {
+			row.Partial = true
+			break
+		}
+		cursor = pg.NextPage
+	}
+	vs, err := h.svc.ListVersions(ctx, st.ID, trove.ListVersionsParams{Limit: 1})
+	if err != nil {
+		return row, err
+	}
+	if len(vs.Data) > 0 && vs.Data[0].CreatedAt.After(row.LastChange) {
+		row.LastChange = vs.Data[0].CreatedAt
+	}
+	return row, nil
+}
+
+// storesPage lists stores; each row's counts come from statsJSON, fetched
+// by the page's script, so that the list costs one listing whatever the
+// stores hold.
+func (h *Handler) storesPage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	q := r.URL.Query()
+	archived := q.Get("archived") == "1"
+	pg, err := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 50, Cursor: q.Get("cursor"), IncludeArchived: archived})
+	if err != nil {
+		return err
+	}
+	d := storesData{Archived: archived, Next: pg.NextPage}
+	for _, st := range pg.Data {
+		d.Stores = append(d.Stores, storeRow{Store: st, LastChange: st.UpdatedAt})
+	}
+	h.render(w, r, http.StatusOK, "stores", s, &view{Title: "Memory stores", Notice: notice(r), Data: d})
+	return nil
+}
+
+// statsJSON answers a store's live memory count, their total size and its
+// last change, formatted for display, as JSON for the page's script.
+func (h *Handler) statsJSON(w http.ResponseWriter, r *http.Request, s *signed) error {
+	st, err := h.svc.GetStore(r.Context(), r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	row, err := h.storeStats(r, st)
+	if err != nil {
+		return err
+	}
+	n := strconv.Itoa(row.Memories)
+	if row.Partial {
+		n += "+"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(map[string]string{
+		"memories": n, "size": humanBytes(row.SizeBytes), "last_change": row.LastChange.UTC().Format("2006-01-02 15:04:05 UTC"),
+	})
+}
+
+func (h *Handler) createStore(w http.ResponseWriter, r *http.Request, s *signed) error {
+	st, err := h.svc.CreateStore(r.Context(), trove.CreateStoreParams{
+		Name: r.PostFormValue("name"), Description: r.PostFormValue("description"),
+	})
+	if err != nil {
+		// Back to the list with the message and what was typed.
+		pg, lerr := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 50})
+		d := storesData{}
+		if lerr == nil {
+			for _, x := range pg.Data {
+				d.Stores = append(d.Stores, storeRow{Store: x, LastChange: x.UpdatedAt})
+			}
+		}
+		h.render(w, r, status(err), "stores", s, &view{Title: "Memory stores", Error: "Could not create the store: " + trove.ErrorMessage(err), Data: d})
+		return nil
+	}
+	redirect(w, r, storeURL(st.ID), "created")
+	return nil
+}
+
+type storeData struct {
+	Store    *trove.Store
+	Metadata string // "key=value" lines
+	Tree     *treeData
+}
+
+func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	st, err := h.svc.GetStore(r.Context(), r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	dir := r.URL.Query().Get("dir")
+	tree, err := h.tree(r, st.ID, dir, r.URL.Query().Get("cursor"))
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, "store", s, &view{Title: st.Name, Notice: notice(r), Data: storeData{Store: st, Metadata: formatMetadata(st.Metadata), Tree: tree}})
+	return nil
+}
+
+func formatMetadata(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, m[k])
+	}
+	return b.String()
+}
+
+// parseMetadata reads "key=value" lines (blank lines ignored).
+func parseMetadata(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for i, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" {
+			return nil, trove.Errorf(trove.EINVALID, "metadata line %d must be key=value, got %q", i+1, line)
+		}
+		if _, dup := out[k]; dup {
+			return nil, trove.Errorf(trove.EINVALID, "metadata key %q appears twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (h *Handler) updateStore(w http.ResponseWriter, r *http.Request, s *signed) error {
+	id := r.PathValue("sid")
+	st, err := h.svc.GetStore(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	name, desc := r.PostFormValue("name"), r.PostFormValue("description")
+	md, err := parseMetadata(r.PostFormValue("metadata"))
+	if err != nil {
+		return err
+	}
+	p := trove.UpdateStoreParams{Metadata: map[string]*string{}}
+	if name != st.Name {
+		p.Name = &name
+	}
+	if desc != st.Description {
+		p.Description = &desc
+	}
+	for k := range st.Metadata {
+		if _, ok := md[k]; !ok {
+			p.Metadata[k] = nil
+		}
+	}
+	for k, v := range md {
+		if old, ok := st.Metadata[k]; !ok || old != v {
+			p.Metadata[k] = &v
+		}
+	}
+	if _, err := h.svc.UpdateStore(r.Context(), id, p); err != nil {
+		return err
+	}
+	redirect(w, r, storeURL(id), "saved")
+	return nil
+}
+
+func (h *Handler) archiveStore(w http.ResponseWriter, r *http.Request, s *signed) error {
+	id := r.PathValue("sid")
+	if r.PostFormValue("confirm") != "yes" {
+		return trove.Errorf(trove.EINVALID, "archiving is one-way: tick the confirmation box to archive the store")
+	}
+	if _, err := h.svc.ArchiveStore(r.Context(), id); err != nil {
+		return err
+	}
+	redirect(w, r, storeURL(id), "archived")
+	return nil
+}
+
+func (h *Handler) deleteStore(w http.ResponseWriter, r *http.Request, s *signed) error {
+	id := r.PathValue("sid")
+	st, err := h.svc.GetStore(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if r.PostFormValue("confirm_name") != st.Name {
+		return trove.Errorf(trove.EINVALID, "type the store's name exactly to delete it and all its memories and versions")
+	}
+	if err := h.svc.DeleteStore(r.Context(), id); err != nil {
+		return err
+	}
+	redirect(w, r, Prefix+"stores", "deleted")
+	return nil
+}
