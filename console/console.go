@@ -226,21 +226,18 @@ func (h *Handler) authed(fn handlerFunc) http.Handler {
 	})
 }
 
+// crossOrigin is net/http's check of a browser's Sec-Fetch-Site and Origin
+// headers against the request's host.
+var crossOrigin = http.NewCrossOriginProtection()
+
 // crossSite returns why a state-changing request is refused as cross-site,
 // or "": a browser's Sec-Fetch-Site must be same-origin (or none: typed by
-// the user), and an Origin header must name this server.
+// the user), and without it an Origin header must name this host
+// (http.CrossOriginProtection). Requests from non-browsers carry neither
+// header; the CSRF token decides for them.
 func crossSite(r *http.Request) string {
-	if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" && sfs != "none" {
-		return "Refused a cross-site request (Sec-Fetch-Site: " + sfs + "). Use the console's own forms."
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		if o != scheme+"://"+r.Host {
-			return "Refused a request from another origin. Use the console's own forms."
-		}
+	if err := crossOrigin.Check(r); err != nil {
+		return "Refused a cross-site request. Use the console's own forms."
 	}
 	return ""
 }

@@ -108,7 +108,7 @@ func TestCrossSite(t *testing.T) {
 		{map[string]string{"Sec-Fetch-Site": "cross-site"}, true},
 		{map[string]string{"Origin": "http://evil.example"}, true},
 		{map[string]string{"Origin": "null"}, true},
-		{map[string]string{"Origin": "https://example.com"}, true}, // scheme differs
+		{map[string]string{"Origin": "https://example.com"}, false}, // same host: a scheme change is not cross-site
 	} {
 		r := httptest.NewRequest("POST", "http://example.com/console/stores", nil)
 		for k, v := range c.hdr {
