@@ -356,17 +356,8 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 	if err := notSession(pr, "fork memory stores"); err != nil {
 		return nil, err
 	}
-	if err := s.validateName(p.Name); err != nil {
-		return nil, err
-	}
-	if err := s.validateDescription(p.Description); err != nil {
-		return nil, err
-	}
-	md := maps.Clone(p.Metadata)
-	if md == nil {
-		md = map[string]string{}
-	}
-	if err := s.validateMetadata(md); err != nil {
+	md, err := s.validateNewStore(p.Name, p.Description, p.Metadata)
+	if err != nil {
 		return nil, err
 	}
 	var out *trove.ForkResult

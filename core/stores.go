@@ -11,6 +11,26 @@ import (
 	"github.com/trovehq/trove/storage"
 )
 
+// validateNewStore checks a new store's name, description and metadata
+// (CreateStore, ForkStore) and returns the metadata to store: a copy, never
+// nil.
+func (s *Service) validateNewStore(name, description string, metadata map[string]string) (map[string]string, error) {
+	if err := s.validateName(name); err != nil {
+		return nil, err
+	}
+	if err := s.validateDescription(description); err != nil {
+		return nil, err
+	}
+	md := maps.Clone(metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	if err := s.validateMetadata(md); err != nil {
+		return nil, err
+	}
+	return md, nil
+}
+
 // CreateStore creates a store in the caller's workspace. It returns EINVALID
 // for a bad name, description or metadata (DetailCode "invalid_metadata"),
 // and EFORBIDDEN for a session credential.
@@ -22,17 +42,8 @@ func (s *Service) CreateStore(ctx context.Context, p trove.CreateStoreParams) (*
 	if err := notSession(pr, "create memory stores"); err != nil {
 		return nil, err
 	}
-	if err := s.validateName(p.Name); err != nil {
-		return nil, err
-	}
-	if err := s.validateDescription(p.Description); err != nil {
-		return nil, err
-	}
-	md := maps.Clone(p.Metadata)
-	if md == nil {
-		md = map[string]string{}
-	}
-	if err := s.validateMetadata(md); err != nil {
+	md, err := s.validateNewStore(p.Name, p.Description, p.Metadata)
+	if err != nil {
 		return nil, err
 	}
 	var out *trove.Store

@@ -59,20 +59,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	q := fmt.Sprintf(`SELECT %s FROM (%s) AS c JOIN versions AS v ON v.seq = c.s WHERE %s
 		ORDER BY coalesce(v.path, ''), v.memory_id COLLATE "C"`, cols, inner, w.sql())
 	q += w.limit(p.Limit)
-	rows, err := t.query(ctx, q, w.args...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	out := []trove.MemoryVersion{}
-	for rows.Next() {
-		v, err := scanVersion(rows)
-		if err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, *v)
-	}
-	return out, translate(rows.Err())
+	return t.queryVersions(ctx, q, w.args...)
 }
 
 // MemoryInsertBatch inserts the memories in one statement and their

@@ -89,20 +89,8 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	return nil
 }
 
-// VersionScan lists a store's versions in ascending Seq order within
-// (AfterSeq, UpToSeq].
-func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
-	q := "SELECT " + versionCols(p.WithContent) + " FROM versions WHERE store_id = $1 AND seq > $2"
-	args := []any{p.StoreID, p.AfterSeq}
-	if p.UpToSeq > 0 {
-		args = append(args, p.UpToSeq)
-		q += fmt.Sprintf(" AND seq <= $%d", len(args))
-	}
-	q += " ORDER BY seq"
-	if p.Limit > 0 {
-		args = append(args, p.Limit)
-		q += fmt.Sprintf(" LIMIT $%d", len(args))
-	}
+// queryVersions runs a query selecting versionCols and scans every row.
+func (t *tx) queryVersions(ctx context.Context, q string, args ...any) ([]trove.MemoryVersion, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err)
@@ -117,6 +105,23 @@ func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]tr
 		out = append(out, *v)
 	}
 	return out, translate(rows.Err())
+}
+
+// VersionScan lists a store's versions in ascending Seq order within
+// (AfterSeq, UpToSeq].
+func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
+	q := "SELECT " + versionCols(p.WithContent) + " FROM versions WHERE store_id = $1 AND seq > $2"
+	args := []any{p.StoreID, p.AfterSeq}
+	if p.UpToSeq > 0 {
+		args = append(args, p.UpToSeq)
+		q += fmt.Sprintf(" AND seq <= $%d", len(args))
+	}
+	q += " ORDER BY seq"
+	if p.Limit > 0 {
+		args = append(args, p.Limit)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	return t.queryVersions(ctx, q, args...)
 }
 
 // StoreSeq returns the Seq of the store's newest version ever (0 when
@@ -163,20 +168,7 @@ func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]tr
 	w.before(p.Before)
 	q := "SELECT " + versionCols(p.WithContent) + " FROM versions WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
 	q += w.limit(p.Limit)
-	rows, err := t.query(ctx, q, w.args...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []trove.MemoryVersion
-	for rows.Next() {
-		v, err := scanVersion(rows)
-		if err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, *v)
-	}
-	return out, translate(rows.Err())
+	return t.queryVersions(ctx, q, w.args...)
 }
 
 // VersionRedact nulls content, path, size and sha256 of a version and sets

@@ -62,20 +62,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	args = append(args, p.StoreID)
 	args = append(args, w.args...)
 	args = append(args, limitArg(p.Limit))
-	rows, err := t.query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []trove.MemoryVersion{}
-	for rows.Next() {
-		var v trove.MemoryVersion
-		if err := scanVersion(rows, &v); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, v)
-	}
-	return out, translate(rows.Err())
+	return t.queryVersions(ctx, q, args...)
 }
 
 // MemoryInsertBatch inserts each memory and its version in turn: SQLite

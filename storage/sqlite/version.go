@@ -120,20 +120,9 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	return nil
 }
 
-// VersionScan lists a store's versions in ascending Seq order within
-// (AfterSeq, UpToSeq].
-func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
-	q := versionSelect(p.WithContent) + ` WHERE store_id = ? AND seq > ?`
-	args := []any{p.StoreID, p.AfterSeq}
-	if p.UpToSeq > 0 {
-		q += ` AND seq <= ?`
-		args = append(args, p.UpToSeq)
-	}
-	q += ` ORDER BY seq`
-	if p.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, p.Limit)
-	}
+// queryVersions runs a query selecting versionSelect's columns and scans
+// every row.
+func (t *tx) queryVersions(ctx context.Context, q string, args ...any) ([]trove.MemoryVersion, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -148,6 +137,23 @@ func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]tr
 		out = append(out, v)
 	}
 	return out, translate(rows.Err())
+}
+
+// VersionScan lists a store's versions in ascending Seq order within
+// (AfterSeq, UpToSeq].
+func (t *tx) VersionScan(ctx context.Context, p storage.VersionScanParams) ([]trove.MemoryVersion, error) {
+	q := versionSelect(p.WithContent) + ` WHERE store_id = ? AND seq > ?`
+	args := []any{p.StoreID, p.AfterSeq}
+	if p.UpToSeq > 0 {
+		q += ` AND seq <= ?`
+		args = append(args, p.UpToSeq)
+	}
+	q += ` ORDER BY seq`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	return t.queryVersions(ctx, q, args...)
 }
 
 // StoreSeq returns the Seq of the store's newest version ever (0 when none).
@@ -174,20 +180,7 @@ func (t *tx) VersionGet(ctx context.Context, storeID, id string, withContent boo
 // nothing). Limit <= 0 means no limit.
 func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]trove.MemoryVersion, error) {
 	q := versionListQuery(p)
-	rows, err := t.query(ctx, q.sql, q.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []trove.MemoryVersion{}
-	for rows.Next() {
-		var v trove.MemoryVersion
-		if err := scanVersion(rows, &v); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, v)
-	}
-	return out, translate(rows.Err())
+	return t.queryVersions(ctx, q.sql, q.args...)
 }
 
 // versionListQuery is VersionList's statement.
