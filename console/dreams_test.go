@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,18 @@ func testDreams(t *testing.T, bctx context.Context) {
 		t.Fatal("the runner never started the second dream")
 	}
 	tb.waitDreamStatus(t, e.url+"/console/dreams/"+id2, "running")
+	// A cancel without the page's CSRF token is refused and changes nothing.
+	req, _ := http.NewRequest("POST", e.url+"/console/dreams/"+id2+"/cancel", strings.NewReader("csrf=guess"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: "trove_console", Value: tb.cookie(t, e.url).Value})
+	resp, err := plainClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d, err := e.api.GetDream(ctx, id2); resp.StatusCode != http.StatusForbidden || err != nil || d.Status != trove.DreamRunning {
+		t.Fatalf("cancel without CSRF token: %d; dream %+v, %v", resp.StatusCode, d, err)
+	}
 	tb.run(t, "cancel", submit("#cancel-dream button"), waitVisible("#notice"))
 	if got := tb.text(t, "#dream-status"); got != "canceled" {
 		t.Errorf("after cancel the page shows %q", got)
