@@ -87,6 +87,7 @@ func testDreams(t *testing.T, bctx context.Context) {
 		}},
 		claudetest.Turn{Text: "Moved the user to Lyon."},
 		claudetest.Turn{Hold: hold, Reached: reached}, // the second dream runs until canceled
+		claudetest.Turn{Status: http.StatusBadRequest}, // the third fails
 	)
 
 	tb := newTab(t, bctx)
@@ -155,7 +156,9 @@ func testDreams(t *testing.T, bctx context.Context) {
 
 	// A second dream, canceled from the console while it runs.
 	tb.run(t, "second dream",
-		chromedp.Navigate(e.url+"/console/dreams/new?store="+st.ID),
+		chromedp.Navigate(e.url+"/console/stores/"+st.ID),
+		click("#new-dream-from-store"),
+		waitVisible("#create-dream"),
 		click(`input[name=session][value="`+se.ID+`"]`),
 		submit("#model"),
 		waitVisible("#cancel-dream"),
@@ -185,6 +188,22 @@ func testDreams(t *testing.T, bctx context.Context) {
 	}
 	if d, err := e.api.GetDream(ctx, id2); err != nil || d.Status != trove.DreamCanceled {
 		t.Fatalf("after cancel: %+v, %v", d, err)
+	}
+
+	// A failed dream shows why, and can be archived but not canceled.
+	d3, err := e.api.CreateDream(ctx, trove.CreateDreamParams{StoreID: st.ID, SessionIDs: []string{se.ID}, Model: trove.DefaultDreamModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.waitDreamStatus(t, e.url+"/console/dreams/"+d3.ID, "failed")
+	if d3, err = e.api.GetDream(ctx, d3.ID); err != nil || d3.Error == nil {
+		t.Fatalf("API failed dream: %+v, %v", d3, err)
+	}
+	if got, want := tb.text(t, "#dream-error"), d3.Error.Type+": "+d3.Error.Message; got != want {
+		t.Errorf("failed dream shows %q, want %q", got, want)
+	}
+	if n := eval[int](t, tb, `document.querySelectorAll("#archive-dream").length - document.querySelectorAll("#cancel-dream").length`); n != 1 {
+		t.Errorf("a failed dream offers archive but not cancel: got %d", n)
 	}
 	tb.run(t, "list with archived, canceled only", chromedp.Navigate(e.url+"/console/dreams?status=canceled&archived=1"), waitVisible("#dreams"))
 	if rows := eval[[]string](t, tb, `[...document.querySelectorAll("#dreams tbody code")].map(c => c.textContent).filter(s => s.startsWith("drm_"))`); !cmp.Equal(rows, []string{id2}) {
