@@ -86,7 +86,7 @@ func testDreams(t *testing.T, bctx context.Context) {
 			claudetest.Memory(map[string]any{"command": "create", "path": "/memories" + hostilePath, "file_text": hostileContent}),
 		}},
 		claudetest.Turn{Text: "Moved the user to Lyon."},
-		claudetest.Turn{Hold: hold, Reached: reached}, // the second dream runs until canceled
+		claudetest.Turn{Hold: hold, Reached: reached},  // the second dream runs until canceled
 		claudetest.Turn{Status: http.StatusBadRequest}, // the third fails
 	)
 
