@@ -38,7 +38,7 @@ var forbidden = map[string][]string{
 	"archive/...":          {"!/internal/atomicfile", "/..."},
 	"apply/...":            {"!/internal/atomicfile", "/..."},
 	"internal/atomicfile":  {"/..."},
-	"console/...":          {"!/internal/textdiff", "/..."},
+	"console/...":          {"!/internal/textdiff", "!/dream", "/..."},
 	"internal/textdiff":    {"/..."},
 	"internal/certfile":    {"/..."},
 	"internal/bench":       {"/..."}, // benchmarks live in its test files

@@ -239,8 +239,8 @@ func newEnv(t *testing.T, tlsConf *tls.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	con := console.New(console.Config{Services: svc, Sessions: svc, Auth: svc})
-	h := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc, Console: con})
+	con := console.New(console.Config{Services: svc, Sessions: svc, Dreams: svc, Auth: svc})
+	h := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Dreams: svc, Auth: svc, Console: con})
 	srv := h.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -280,6 +280,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("CrossSiteAndNoCookie", func(t *testing.T) { testCSRF(t, bctx) })
 	t.Run("RevokedKey", func(t *testing.T) { testRevoked(t, bctx) })
 	t.Run("TLS", func(t *testing.T) { testTLS(t, bctx) })
+	t.Run("Dreams", func(t *testing.T) { testDreams(t, bctx) })
 	if dir := os.Getenv("TROVE_CONSOLE_SCREENSHOTS"); dir != "" {
 		t.Run("Screenshots", func(t *testing.T) { screenshots(t, bctx, dir) })
 	}

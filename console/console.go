@@ -54,6 +54,7 @@ const CookieName = "trove_console"
 type Config struct {
 	Services trove.Services
 	Sessions trove.SessionService // nil hides the sessions pages
+	Dreams   trove.DreamService   // nil hides the dreams pages
 	Auth     trove.ConsoleAuthenticator
 	Limits   trove.Limits // zero fields: trove.DefaultLimits
 	Logger   *slog.Logger // nil discards
@@ -65,6 +66,7 @@ type Config struct {
 type Handler struct {
 	svc    trove.Services
 	sess   trove.SessionService
+	dreams trove.DreamService
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -77,7 +79,7 @@ type Handler struct {
 // New returns the console handler. It panics if the embedded templates do
 // not parse (a build defect, caught by every test).
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Services, sess: cfg.Sessions, auth: cfg.Auth, limits: cfg.Limits, log: cfg.Logger, now: cfg.Now}
+	h := &Handler{svc: cfg.Services, sess: cfg.Sessions, dreams: cfg.Dreams, auth: cfg.Auth, limits: cfg.Limits, log: cfg.Logger, now: cfg.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -126,6 +128,12 @@ func (h *Handler) routes() {
 	post(st+"/versions/{vid}/redact", h.redactVersion)
 	get("/console/sessions", h.sessionsPage)
 	get("/console/sessions/{id}", h.sessionPage)
+	get("/console/dreams", h.dreamsPage)
+	post("/console/dreams", h.createDream)
+	get("/console/dreams/new", h.newDreamPage)
+	get("/console/dreams/{id}", h.dreamPage)
+	post("/console/dreams/{id}/cancel", h.cancelDream)
+	post("/console/dreams/{id}/archive", h.archiveDream)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusNotFound, "error", nil, &view{Title: "Not found", Error: "There is no console page at " + r.URL.Path + "."})
 	})
@@ -266,6 +274,7 @@ type view struct {
 	CSRF     string
 	KeyID    string
 	Sessions bool // the sessions pages exist
+	Dreams   bool // the dreams pages exist
 	Data     any
 }
 
@@ -303,6 +312,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, s *signed, err er
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, page string, s *signed, v *view) {
 	if s != nil {
 		v.Signed, v.CSRF, v.KeyID, v.Sessions = true, s.csrf, s.KeyID(), h.sess != nil
+		v.Dreams = h.dreams != nil
 	}
 	t := h.pages[page]
 	var b strings.Builder

@@ -37,6 +37,7 @@ var funcs = template.FuncMap{
 	},
 	"newURL":     func(sid, dir string) string { return storeURL(sid) + "/new?" + url.Values{"dir": {dir}}.Encode() },
 	"sessionURL": func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
+	"dreamURL":   dreamURL,
 	"pageURL": func(base, cursor string) string {
 		sep := "?"
 		if strings.Contains(base, "?") {

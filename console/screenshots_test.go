@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/claudetest"
 )
 
 // screenshots writes PNGs of the main pages, at desktop width and one at
@@ -106,6 +107,18 @@ func screenshots(t *testing.T, bctx context.Context, dir string) {
 	shot("version-redact")
 	tb.run(t, "sessions", chromedp.Navigate(e.url+"/console/sessions/"+se.ID), waitVisible("main h1"))
 	shot("session")
+	// A completed dream and its change set.
+	dst, dse := dreamFixture(t, e, claudetest.Turn{ToolUses: []claudetest.ToolUse{
+		claudetest.Memory(map[string]any{"command": "str_replace", "path": "/memories/home.md", "old_str": "lives in Paris.", "new_str": "lives in Lyon (moved from Paris last month)."}),
+		claudetest.Memory(map[string]any{"command": "delete", "path": "/memories/drinks-copy.md"}),
+		claudetest.Memory(map[string]any{"command": "create", "path": "/memories/drinks.md", "file_text": "The user drinks tea (switched from coffee).\n"}),
+	}, Usage: claudetest.Usage{Input: 1840, Output: 152, CacheCreation: 1200}}, claudetest.Turn{Text: "Done.", Usage: claudetest.Usage{Input: 2010, Output: 24, CacheRead: 1200}})
+	dr, err := e.api.CreateDream(ctx, trove.CreateDreamParams{StoreID: dst.ID, SessionIDs: []string{dse.ID}, Model: trove.DefaultDreamModel, Instructions: "Prefer the newest evidence; keep file names stable."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.waitDreamStatus(t, e.url+"/console/dreams/"+dr.ID, "completed")
+	shot("dream")
 	tb.run(t, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait),
 		chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/memories/"+styleID), waitVisible("#memory-content"))
 	shot("memory-phone")

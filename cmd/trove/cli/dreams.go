@@ -14,7 +14,7 @@ import (
 )
 
 // defaultDreamModel is the model trove dreams create uses without --model.
-const defaultDreamModel = "claude-sonnet-4-6"
+const defaultDreamModel = trove.DefaultDreamModel
 
 func newDreamsCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}

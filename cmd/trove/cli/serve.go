@@ -317,7 +317,7 @@ func runServe(e *env, c serveConfig) error {
 
 	var consoleHandler http.Handler
 	if c.console {
-		consoleHandler = console.New(console.Config{Services: b.svc, Sessions: b.svc, Auth: b.svc, Limits: c.limits, Logger: log})
+		consoleHandler = console.New(console.Config{Services: b.svc, Sessions: b.svc, Dreams: b.svc, Auth: b.svc, Limits: c.limits, Logger: log})
 	}
 
 	reg := prometheus.NewRegistry()
