@@ -65,6 +65,7 @@ type Config struct {
 type Handler struct {
 	svc    trove.Services
 	sess   trove.SessionService
+	hist   trove.HistoryService // nil hides the time machine pages
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -88,6 +89,7 @@ func New(cfg Config) *Handler {
 	if h.limits.MaxContentBytes == 0 {
 		h.limits = d
 	}
+	h.hist, _ = cfg.Services.(trove.HistoryService)
 	h.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
@@ -124,6 +126,16 @@ func (h *Handler) routes() {
 	get(st+"/versions/{vid}", h.versionPage)
 	post(st+"/versions/{vid}/restore", h.restoreVersion)
 	post(st+"/versions/{vid}/redact", h.redactVersion)
+	get("/console/search", h.searchPage)
+	if h.hist != nil { // timemachine.go
+		get(st+"/asof", h.asOfPage)
+		get(st+"/asof/{mid}", h.asOfMemoryPage)
+		get(st+"/changes", h.changesPage)
+		post(st+"/fork", h.forkStore)
+		get(st+"/rollback", h.rollbackPage)
+		post(st+"/rollback", h.applyRollback)
+		get(st+"/audit", h.auditPage)
+	}
 	get("/console/sessions", h.sessionsPage)
 	get("/console/sessions/{id}", h.sessionPage)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
@@ -351,6 +363,7 @@ var notices = map[string]string{
 	"restored":  "Restored as a new version.",
 	"redacted":  "Redacted. Who made the version, the operation and the time stay.",
 	"signedout": "Signed out.",
+	"forked":    "Forked: this new store holds the source store's memories as of the moment you chose.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }
