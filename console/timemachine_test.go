@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -151,6 +152,32 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 
 	// Audit.
 	tb.run(t, "audit", chromedp.Navigate(storeURL), click("#audit-link"), waitVisible("#audit-ok"))
+
+	// Bad input is a page saying what to do; the new POSTs need the
+	// session's CSRF token like every other.
+	tb.run(t, "bad moment", chromedp.Navigate(storeURL+"/asof?at=yesterday"), waitVisible("#error"))
+	if got := tb.text(t, "#error"); !strings.Contains(got, "RFC 3339") {
+		t.Errorf("a bad moment answered %q", got)
+	}
+	tb.run(t, "rollback without actor", chromedp.Navigate(storeURL+"/rollback?since=1"), waitVisible("#error"))
+	c := tb.cookie(t, e.url)
+	for _, p := range []struct{ path string }{{"/fork"}, {"/rollback"}} {
+		form := url.Values{"name": {"csrf-less"}, "at": {before}, "actor": {sess.ID}, "since": {before}, "force": {"yes"}}
+		req, _ := http.NewRequest("POST", storeURL+p.path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: "trove_console", Value: c.Value})
+		resp, err := plainClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("POST %s without a CSRF token: %d, want 403", p.path, resp.StatusCode)
+		}
+	}
+	if e.storeByName(t, "csrf-less") != nil {
+		t.Error("a fork without a CSRF token created a store")
+	}
 	tb.quiet(t)
 	if f := tb.foreign(e.url); len(f) > 0 {
 		t.Errorf("requests to another origin: %q", f)
