@@ -102,6 +102,16 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 		t.Errorf("change kinds %q", kinds)
 	}
 
+	// The session's page offers the same dry run, since its start.
+	tb.run(t, "rollback from the session page",
+		chromedp.Navigate(e.url+"/console/sessions/"+sess.ID),
+		submit(".rollback-session input[name=since]"),
+		waitVisible("#rb-changes"),
+	)
+	if n := eval[int](t, tb, `document.querySelectorAll("#rb-changes tbody tr").length`); n != 2 {
+		t.Errorf("the session page's dry run lists %d changes, want 2", n)
+	}
+
 	// Roll back the session: the dry run lists the change set and the
 	// conflict; applying without force refuses, with force applies.
 	tb.run(t, "rollback dry run",
