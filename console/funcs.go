@@ -58,6 +58,8 @@ var funcs = template.FuncMap{
 		return Prefix + "search?" + v.Encode()
 	},
 	"asOfURL": asOfURL,
+	// dirOf is the directory of a memory path, with its trailing "/".
+	"dirOf": func(p string) string { return p[:strings.LastIndexByte(p, '/')+1] },
 	"asOfMemoryURL": func(sid, mid, at string) string {
 		return storeURL(sid) + "/asof/" + url.PathEscape(mid) + "?" + url.Values{"at": {at}}.Encode()
 	},

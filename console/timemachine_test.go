@@ -86,11 +86,11 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 		waitVisible("#asof-list"),
 		waitVisible("#readonly"),
 	)
-	paths := eval[[]string](t, tb, `[...document.querySelectorAll("#asof-list td.path a")].map(a => a.textContent)`)
+	paths := eval[[]string](t, tb, `[...document.querySelectorAll("#asof-list td.path")].map(a => a.textContent)`)
 	if strings.Join(paths, " ") != "/prefs/editor.md /prefs/shell.md" {
 		t.Errorf("as of %s lists %q", before, paths)
 	}
-	tb.run(t, "as-of memory", click("#asof-list td.path a"), waitVisible("#asof-content"))
+	tb.run(t, "as-of memory", click("#asof-list td.path a.file"), waitVisible("#asof-content"))
 	if got := tb.text(t, "#asof-content"); got != "use vim\n" {
 		t.Errorf("as-of content %q, want the old one", got)
 	}
@@ -162,6 +162,22 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 
 	// Audit.
 	tb.run(t, "audit", chromedp.Navigate(storeURL), click("#audit-link"), waitVisible("#audit-ok"))
+
+	// A redacted version stays redacted in the past.
+	sec, err := e.api.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/secret.md", Content: "the password is hunter2\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.UpdateMemory(ctx, st.ID, sec.ID, trove.UpdateMemoryParams{Content: ptr("rotated\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.RedactVersion(ctx, st.ID, sec.VersionID); err != nil {
+		t.Fatal(err)
+	}
+	tb.run(t, "as of a redacted version", chromedp.Navigate(storeURL+"/asof?at="+sec.VersionID), waitVisible("#asof-list a.redacted"), click("#asof-list a.redacted"), waitVisible("#redacted"))
+	if n := eval[int](t, tb, `document.body.textContent.includes("hunter2") ? 1 : 0`); n != 0 {
+		t.Error("the as-of page shows a redacted version's text")
+	}
 
 	// Bad input is a page saying what to do; the new POSTs need the
 	// session's CSRF token like every other.
