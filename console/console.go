@@ -67,6 +67,7 @@ type Handler struct {
 	svc    trove.Services
 	sess   trove.SessionService
 	dreams trove.DreamService
+	hist   trove.HistoryService // nil hides the time machine pages
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -90,6 +91,7 @@ func New(cfg Config) *Handler {
 	if h.limits.MaxContentBytes == 0 {
 		h.limits = d
 	}
+	h.hist, _ = cfg.Services.(trove.HistoryService)
 	h.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
@@ -126,6 +128,16 @@ func (h *Handler) routes() {
 	get(st+"/versions/{vid}", h.versionPage)
 	post(st+"/versions/{vid}/restore", h.restoreVersion)
 	post(st+"/versions/{vid}/redact", h.redactVersion)
+	get("/console/search", h.searchPage)
+	if h.hist != nil { // timemachine.go
+		get(st+"/asof", h.asOfPage)
+		get(st+"/asof/{mid}", h.asOfMemoryPage)
+		get(st+"/changes", h.changesPage)
+		post(st+"/fork", h.forkStore)
+		get(st+"/rollback", h.rollbackPage)
+		post(st+"/rollback", h.applyRollback)
+		get(st+"/audit", h.auditPage)
+	}
 	get("/console/sessions", h.sessionsPage)
 	get("/console/sessions/{id}", h.sessionPage)
 	get("/console/dreams", h.dreamsPage)
@@ -361,6 +373,7 @@ var notices = map[string]string{
 	"restored":  "Restored as a new version.",
 	"redacted":  "Redacted. Who made the version, the operation and the time stay.",
 	"signedout": "Signed out.",
+	"forked":    "Forked: this new store holds the source store's memories as of the moment you chose.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

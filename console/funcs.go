@@ -45,6 +45,25 @@ var funcs = template.FuncMap{
 		}
 		return base + sep + url.Values{"cursor": {cursor}}.Encode()
 	},
+	"searchURL": func(q, store, prefix, cursor string) string {
+		v := url.Values{"q": {q}}
+		if store != "" {
+			v.Set("store", store)
+		}
+		if prefix != "" {
+			v.Set("prefix", prefix)
+		}
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		return Prefix + "search?" + v.Encode()
+	},
+	"asOfURL": asOfURL,
+	// dirOf is the directory of a memory path, with its trailing "/".
+	"dirOf": func(p string) string { return p[:strings.LastIndexByte(p, '/')+1] },
+	"asOfMemoryURL": func(sid, mid, at string) string {
+		return storeURL(sid) + "/asof/" + url.PathEscape(mid) + "?" + url.Values{"at": {at}}.Encode()
+	},
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"timep": func(t *time.Time) string {

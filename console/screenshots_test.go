@@ -119,6 +119,12 @@ func screenshots(t *testing.T, bctx context.Context, dir string) {
 	}
 	tb.waitDreamStatus(t, e.url+"/console/dreams/"+dr.ID, "completed")
 	shot("dream")
+	tb.run(t, "search", chromedp.Navigate(e.url+"/console/search?q=columns"), waitVisible("#hits"))
+	shot("search")
+	tb.run(t, "as of", chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/asof/"+styleID+"?at="+vs.Data[len(vs.Data)-1].ID), waitVisible("#asof-content"))
+	shot("asof")
+	tb.run(t, "rollback preview", chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/rollback?actor="+se.ID+"&since="+vs.Data[len(vs.Data)-1].ID), waitVisible("#rb-changes"))
+	shot("rollback")
 	tb.run(t, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait),
 		chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/memories/"+styleID), waitVisible("#memory-content"))
 	shot("memory-phone")

@@ -35,6 +35,7 @@ type sessionStore struct {
 type sessionData struct {
 	Session *trove.Session
 	Stores  []sessionStore
+	History bool // the time machine pages exist (rollback links)
 }
 
 func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, s *signed) error {
@@ -45,7 +46,7 @@ func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, s *signed)
 	if err != nil {
 		return err
 	}
-	d := sessionData{Session: se}
+	d := sessionData{Session: se, History: h.hist != nil}
 	for _, a := range se.Stores {
 		ss := sessionStore{SessionStore: a}
 		pg, err := h.svc.ListVersions(r.Context(), a.StoreID, trove.ListVersionsParams{SessionID: se.ID, Limit: historyPageSize})

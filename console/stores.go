@@ -128,6 +128,7 @@ type storeData struct {
 	Store    *trove.Store
 	Metadata string // "key=value" lines
 	Tree     *treeData
+	History  bool // the time machine pages exist
 }
 
 func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) error {
@@ -140,7 +141,7 @@ func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) e
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, "store", s, &view{Title: st.Name, Notice: notice(r), Data: storeData{Store: st, Metadata: formatMetadata(st.Metadata), Tree: tree}})
+	h.render(w, r, http.StatusOK, "store", s, &view{Title: st.Name, Notice: notice(r), Data: storeData{Store: st, Metadata: formatMetadata(st.Metadata), Tree: tree, History: h.hist != nil}})
 	return nil
 }
 

@@ -37,7 +37,12 @@ type Line struct {
 // Lines returns Unified's diff split into typed lines (nil when the texts
 // are equal).
 func Lines(oldLabel, newLabel, old, new string) []Line {
-	u := Unified(oldLabel, newLabel, old, new)
+	return Split(Unified(oldLabel, newLabel, old, new))
+}
+
+// Split types the lines of a unified diff u as Unified writes it (nil
+// for ""), for a diff computed elsewhere (a store diff's patch).
+func Split(u string) []Line {
 	if u == "" {
 		return nil
 	}

@@ -1,0 +1,295 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/textdiff"
+)
+
+// The time machine pages: a store as of a moment, the difference between
+// two moments, fork, rollback of one actor's writes and audit of the hash
+// chain, through trove.HistoryService (present when the console's
+// Services implement it).
+
+// asOfPageSize is how many memories one as-of page lists.
+const asOfPageSize = 100
+
+// parseAt reads a moment as typed in a console form: what
+// trove.ParseMoment reads, or a browser's datetime-local value
+// ("2026-01-02T15:04", seconds optional), taken as UTC.
+func parseAt(s string) (trove.Moment, error) {
+	m, err := trove.ParseMoment(s)
+	if err == nil {
+		return m, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
+		if t, terr := time.ParseInLocation(layout, strings.TrimSpace(s), time.UTC); terr == nil {
+			return trove.Moment{Time: &t}, nil
+		}
+	}
+	return trove.Moment{}, err
+}
+
+// momentLabel describes a moment for a heading.
+func momentLabel(m trove.Moment, seq int64) string {
+	switch {
+	case m.IsZero():
+		return "now (version " + strconv.FormatInt(seq, 10) + ")"
+	case m.Time != nil:
+		return m.Time.UTC().Format("2006-01-02 15:04:05 UTC") + " (version " + strconv.FormatInt(seq, 10) + ")"
+	}
+	return "version " + strconv.FormatInt(seq, 10)
+}
+
+type asOfData struct {
+	Store *trove.Store
+	At    string // the moment as given, for links
+	Label string
+	Seq   int64
+	Dir   string
+	Items []trove.MemoryVersion
+	Next  string
+}
+
+// asOfPage lists the store as it was at ?at=, below ?dir=, read-only.
+func (h *Handler) asOfPage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	ctx := r.Context()
+	st, err := h.svc.GetStore(ctx, r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	at, err := parseAt(q.Get("at"))
+	if err != nil {
+		return err
+	}
+	dir := q.Get("dir")
+	if dir != "" && !strings.HasSuffix(dir, "/") {
+		dir += "/"
+	}
+	pg, err := h.hist.ListMemoriesAsOf(ctx, st.ID, at, trove.ListMemoriesParams{PathPrefix: dir, Limit: asOfPageSize, Cursor: q.Get("cursor")})
+	if err != nil {
+		return err
+	}
+	d := asOfData{Store: st, At: at.String(), Label: momentLabel(at, pg.Seq), Seq: pg.Seq, Dir: dir, Items: pg.Data, Next: pg.NextPage}
+	if d.At == "" {
+		d.At = strconv.FormatInt(pg.Seq, 10)
+	}
+	h.render(w, r, http.StatusOK, "asof", s, &view{Title: st.Name + " as of " + d.Label, Data: d})
+	return nil
+}
+
+type asOfMemoryData struct {
+	Store   *trove.Store
+	At      string
+	Label   string
+	Version *trove.MemoryVersion
+}
+
+// asOfMemoryPage shows one memory as it was at ?at=.
+func (h *Handler) asOfMemoryPage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	ctx := r.Context()
+	st, err := h.svc.GetStore(ctx, r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	at, err := parseAt(r.URL.Query().Get("at"))
+	if err != nil {
+		return err
+	}
+	v, err := h.hist.GetMemoryAsOf(ctx, st.ID, at, r.PathValue("mid"), trove.ViewFull)
+	if err != nil {
+		return err
+	}
+	label := at.String()
+	if label == "" {
+		label = "now"
+	}
+	h.render(w, r, http.StatusOK, "asofmemory", s, &view{Title: "As of " + label, Data: asOfMemoryData{Store: st, At: at.String(), Label: label, Version: v}})
+	return nil
+}
+
+type changeRow struct {
+	trove.MemoryDiff
+	Lines []textdiff.Line
+}
+
+type changesData struct {
+	Store    *trove.Store
+	From, To string
+	Diff     *trove.StoreDiff
+	Changes  []changeRow
+}
+
+// changesPage shows what changed in a store between ?from= and ?to=.
+func (h *Handler) changesPage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	ctx := r.Context()
+	st, err := h.svc.GetStore(ctx, r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if strings.TrimSpace(q.Get("from")) == "" {
+		return trove.Errorf(trove.EINVALID, "choose the moment to compare from (a time, a version number or a version ID)")
+	}
+	from, err := parseAt(q.Get("from"))
+	if err != nil {
+		return err
+	}
+	to, err := parseAt(q.Get("to"))
+	if err != nil {
+		return err
+	}
+	diff, err := h.hist.DiffStore(ctx, st.ID, from, to)
+	if err != nil {
+		return err
+	}
+	d := changesData{Store: st, From: q.Get("from"), To: q.Get("to"), Diff: diff}
+	for _, c := range diff.Changes {
+		d.Changes = append(d.Changes, changeRow{MemoryDiff: c, Lines: textdiff.Split(c.Patch)})
+	}
+	h.render(w, r, http.StatusOK, "changes", s, &view{Title: "Changes in " + st.Name, Data: d})
+	return nil
+}
+
+// forkStore creates a store from this one as of a moment and opens it.
+func (h *Handler) forkStore(w http.ResponseWriter, r *http.Request, s *signed) error {
+	at, err := parseAt(r.PostFormValue("at"))
+	if err != nil {
+		return err
+	}
+	res, err := h.hist.ForkStore(r.Context(), r.PathValue("sid"), trove.ForkStoreParams{
+		Name: r.PostFormValue("name"), Description: r.PostFormValue("description"), AsOf: at,
+	})
+	if err != nil {
+		return err
+	}
+	redirect(w, r, storeURL(res.Store.ID), "forked")
+	return nil
+}
+
+type rollbackData struct {
+	Store  *trove.Store
+	Actor  string // sesn_… or apikey_…
+	Since  string
+	Result *trove.RollbackResult
+	Force  bool
+}
+
+// rollbackParams reads the actor and moment of a rollback form.
+func rollbackParams(actor, since string) (trove.RollbackParams, error) {
+	var p trove.RollbackParams
+	actor = strings.TrimSpace(actor)
+	switch {
+	case strings.HasPrefix(actor, trove.PrefixSession):
+		p.SessionID = actor
+	case strings.HasPrefix(actor, trove.PrefixAPIKey):
+		p.APIKeyID = actor
+	default:
+		return p, trove.Errorf(trove.EINVALID, "name whose writes to roll back: a session ID (sesn_…) or an API key ID (apikey_…)")
+	}
+	if strings.TrimSpace(since) == "" {
+		return p, trove.Errorf(trove.EINVALID, "choose the moment to roll back to (a time, a version number or a version ID)")
+	}
+	m, err := parseAt(since)
+	if err != nil {
+		return p, err
+	}
+	p.Since = m
+	return p, nil
+}
+
+// rollbackPage is the dry run: the change set and the conflicts, with the
+// form that applies it.
+func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	ctx := r.Context()
+	st, err := h.svc.GetStore(ctx, r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	p, err := rollbackParams(q.Get("actor"), q.Get("since"))
+	if err != nil {
+		return err
+	}
+	p.DryRun = true
+	res, err := h.hist.RollbackActor(ctx, st.ID, p)
+	if err != nil {
+		return err
+	}
+	d := rollbackData{Store: st, Actor: q.Get("actor"), Since: q.Get("since"), Result: res}
+	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Roll back", Data: d})
+	return nil
+}
+
+// applyRollback applies the change set; with conflicts and no force core
+// applies nothing and returns the change set with Applied false, shown
+// again with the refusal.
+func (h *Handler) applyRollback(w http.ResponseWriter, r *http.Request, s *signed) error {
+	ctx := r.Context()
+	st, err := h.svc.GetStore(ctx, r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	actor, since := r.PostFormValue("actor"), r.PostFormValue("since")
+	p, err := rollbackParams(actor, since)
+	if err != nil {
+		return err
+	}
+	p.Force = r.PostFormValue("force") == "yes"
+	d := rollbackData{Store: st, Actor: actor, Since: since, Force: p.Force}
+	res, err := h.hist.RollbackActor(ctx, st.ID, p)
+	if err != nil {
+		return err
+	}
+	d.Result = res
+	if !res.Applied {
+		// Conflicts without force refuse the whole change set (core
+		// reports it as a result with Applied false).
+		msg := "Nothing was rolled back: " + strconv.Itoa(len(res.Conflicts)) + " memories conflict. Tick “roll back the rest anyway” to leave them as they are and roll back the others."
+		if len(res.Changes) == 0 {
+			msg = "Nothing was rolled back: there is nothing to roll back."
+		}
+		h.render(w, r, http.StatusConflict, "rollback", s, &view{Title: "Roll back", Error: msg, Data: d})
+		return nil
+	}
+	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Rolled back", Notice: "Rolled back: " + strconv.Itoa(len(res.Changes)) + " memories changed as new versions.", Data: d})
+	return nil
+}
+
+type auditData struct {
+	Store  *trove.Store
+	Report *trove.AuditReport
+}
+
+// auditPage recomputes the store's hash chain and shows the result.
+func (h *Handler) auditPage(w http.ResponseWriter, r *http.Request, s *signed) error {
+	ctx := r.Context()
+	st, err := h.svc.GetStore(ctx, r.PathValue("sid"))
+	if err != nil {
+		return err
+	}
+	rep, err := h.hist.VerifyStore(ctx, st.ID)
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, "audit", s, &view{Title: "Audit of " + st.Name, Data: auditData{Store: st, Report: rep}})
+	return nil
+}
+
+// asOfURL is a store's listing as of a moment, below dir.
+func asOfURL(sid, at, dir, cursor string) string {
+	q := url.Values{"at": {at}}
+	if dir != "" && dir != "/" {
+		q.Set("dir", dir)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return storeURL(sid) + "/asof?" + q.Encode()
+}
