@@ -2,13 +2,13 @@ package console
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trovehq/trove"
 )
@@ -145,24 +145,45 @@ func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) e
 	return nil
 }
 
+// formatMetadata writes metadata as the settings form shows it: one
+// key=value per line, sorted by key. A key or value that would not read
+// back as itself (a line break or other control character, invalid UTF-8,
+// a leading double quote, an "=" in a key) is written Go-quoted.
 func formatMetadata(m map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(&b, "%s=%s\n", k, m[k])
+		b.WriteString(metadataField(k, true))
+		b.WriteByte('=')
+		b.WriteString(metadataField(m[k], false))
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
 
-// parseMetadata reads "key=value" lines (blank lines ignored).
+// metadataField is s as formatMetadata writes it: as is, or Go-quoted.
+func metadataField(s string, key bool) string {
+	quote := strings.HasPrefix(s, `"`) || !utf8.ValidString(s) || key && strings.Contains(s, "=")
+	for _, r := range s {
+		quote = quote || r < 0x20 || r == 0x7f
+	}
+	if quote {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// parseMetadata reads what formatMetadata writes, as a user edited it:
+// "key=value" lines (CRLF or LF; blank lines ignored), a key or value that
+// starts with a double quote read as a Go-quoted string.
 func parseMetadata(s string) (map[string]string, error) {
 	out := map[string]string{}
 	for i, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(line, "=")
+		k, v, ok := parseMetadataLine(line)
 		if !ok || k == "" {
-			return nil, trove.Errorf(trove.EINVALID, "metadata line %d must be key=value, got %q", i+1, line)
+			return nil, trove.Errorf(trove.EINVALID, "metadata line %d must be key=value (a key or value with line breaks, or starting with a double quote, is written as a Go-quoted string), got %q", i+1, line)
 		}
 		if _, dup := out[k]; dup {
 			return nil, trove.Errorf(trove.EINVALID, "metadata key %q appears twice", k)
@@ -170,6 +191,30 @@ func parseMetadata(s string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// parseMetadataLine splits one "key=value" line, unquoting either side
+// when it starts with a double quote.
+func parseMetadataLine(line string) (k, v string, ok bool) {
+	if strings.HasPrefix(line, `"`) {
+		q, err := strconv.QuotedPrefix(line)
+		if err != nil {
+			return "", "", false
+		}
+		if k, err = strconv.Unquote(q); err != nil {
+			return "", "", false
+		}
+		if line, ok = strings.CutPrefix(line[len(q):], "="); !ok {
+			return "", "", false
+		}
+	} else if k, line, ok = strings.Cut(line, "="); !ok {
+		return "", "", false
+	}
+	if strings.HasPrefix(line, `"`) {
+		v, err := strconv.Unquote(line)
+		return k, v, err == nil
+	}
+	return k, line, true
 }
 
 func (h *Handler) updateStore(w http.ResponseWriter, r *http.Request, s *signed) error {
