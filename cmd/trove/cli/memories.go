@@ -490,7 +490,7 @@ func (c *clientCmd) mvCmd() *cobra.Command {
 			}
 			defer k.close()
 			from, to := memPath(args[1]), memPath(args[2])
-			m, err := t.Lookup(k.ctx, from, trove.ViewBasic)
+			m, err := memoryOrDir(k, st, t, from)
 			if err != nil {
 				return err
 			}
@@ -505,13 +505,6 @@ func (c *clientCmd) mvCmd() *cobra.Command {
 				fmt.Fprintf(c.e.stdout, "moved %s to %s\n", from, to)
 				return nil
 			}
-			has, err := t.HasChildren(k.ctx, from)
-			if err != nil {
-				return err
-			}
-			if !has {
-				return trove.Errorf(trove.ENOTFOUND, "no memory or directory at %s in store %q", from, st.Name)
-			}
 			moved, err := t.RenameDir(k.ctx, from, to)
 			if err != nil {
 				return err
@@ -523,6 +516,23 @@ func (c *clientCmd) mvCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// memoryOrDir looks p up in st: the memory at p, or nil when p is a
+// directory (some memory lies below it). Neither is ENOTFOUND naming both.
+func memoryOrDir(k *conn, st *trove.Store, t *storetree.Tree, p string) (*trove.Memory, error) {
+	m, err := t.Lookup(k.ctx, p, trove.ViewBasic)
+	if err != nil || m != nil {
+		return m, err
+	}
+	has, err := t.HasChildren(k.ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if !has {
+		return nil, trove.Errorf(trove.ENOTFOUND, "no memory or directory at %s in store %q", p, st.Name)
+	}
+	return nil, nil
 }
 
 func (c *clientCmd) rmCmd() *cobra.Command {
@@ -539,7 +549,7 @@ func (c *clientCmd) rmCmd() *cobra.Command {
 			}
 			defer k.close()
 			p := memPath(args[1])
-			m, err := t.Lookup(k.ctx, p, trove.ViewBasic)
+			m, err := memoryOrDir(k, st, t, p)
 			if err != nil {
 				return err
 			}
@@ -553,14 +563,7 @@ func (c *clientCmd) rmCmd() *cobra.Command {
 				fmt.Fprintf(c.e.stdout, "deleted %s (%s)\n", p, m.ID)
 				return nil
 			}
-			has, err := t.HasChildren(k.ctx, p)
-			if err != nil {
-				return err
-			}
-			switch {
-			case !has:
-				return trove.Errorf(trove.ENOTFOUND, "no memory or directory at %s in store %q", p, st.Name)
-			case !recursive:
+			if !recursive {
 				return usageError("%s is a directory: add -r to delete every memory below it", p)
 			}
 			gone, err := t.DeleteDir(k.ctx, p)
