@@ -67,7 +67,8 @@ type Handler struct {
 	svc    trove.Services
 	sess   trove.SessionService
 	dreams trove.DreamService
-	hist   trove.HistoryService // nil hides the time machine pages
+	hist   trove.HistoryService   // nil hides the time machine pages
+	dirs   trove.DirectoryService // nil hides directory rename and delete
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -92,6 +93,7 @@ func New(cfg Config) *Handler {
 		h.limits = d
 	}
 	h.hist, _ = cfg.Services.(trove.HistoryService)
+	h.dirs, _ = cfg.Services.(trove.DirectoryService)
 	h.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
@@ -116,6 +118,8 @@ func (h *Handler) routes() {
 	post(st, h.updateStore)
 	post(st+"/archive", h.archiveStore)
 	post(st+"/delete", h.deleteStore)
+	post(st+"/dir/rename", h.renameDir)
+	post(st+"/dir/delete", h.deleteDir)
 	get(st+"/tree", h.treeFragment)
 	get(st+"/stats", h.statsJSON)
 	get(st+"/new", h.newMemoryPage)
@@ -365,15 +369,17 @@ func redirect(w http.ResponseWriter, r *http.Request, target, notice string) {
 
 // notices are the messages a redirect may ask a page to show.
 var notices = map[string]string{
-	"created":   "Created.",
-	"saved":     "Saved.",
-	"unchanged": "No change: the memory already held this content and path.",
-	"archived":  "Archived. The store is now read-only.",
-	"deleted":   "Deleted.",
-	"restored":  "Restored as a new version.",
-	"redacted":  "Redacted. Who made the version, the operation and the time stay.",
-	"signedout": "Signed out.",
-	"forked":    "Forked: this new store holds the source store's memories as of the moment you chose.",
+	"created":    "Created.",
+	"saved":      "Saved.",
+	"unchanged":  "No change: the memory already held this content and path.",
+	"archived":   "Archived. The store is now read-only.",
+	"deleted":    "Deleted.",
+	"restored":   "Restored as a new version.",
+	"redacted":   "Redacted. Who made the version, the operation and the time stay.",
+	"signedout":  "Signed out.",
+	"dirmoved":   "Moved: every memory that was below the directory is now below this one, each with its history.",
+	"dirdeleted": "Deleted every memory below the directory. Each one's history stays readable.",
+	"forked":     "Forked: this new store holds the source store's memories as of the moment you chose.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

@@ -106,6 +106,8 @@ var funcs = template.FuncMap{
 		p = strings.TrimSuffix(p, "/")
 		return p[strings.LastIndexByte(p, '/')+1:]
 	},
+	// trimSlash writes a tree directory ("/a/b/") as a directory path ("/a/b").
+	"trimSlash": func(dir string) string { return strings.TrimSuffix(dir, "/") },
 	// crumbs are the directories above and including dir, for a breadcrumb.
 	"crumbs": func(dir string) []crumb {
 		out := []crumb{{Name: "/", Dir: "/"}}

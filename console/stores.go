@@ -129,6 +129,7 @@ type storeData struct {
 	Metadata string // "key=value" lines
 	Tree     *treeData
 	History  bool // the time machine pages exist
+	Dirs     bool // directories can be renamed and deleted (trove.DirectoryService)
 }
 
 func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) error {
@@ -141,7 +142,7 @@ func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) e
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, "store", s, &view{Title: st.Name, Notice: notice(r), Data: storeData{Store: st, Metadata: formatMetadata(st.Metadata), Tree: tree, History: h.hist != nil}})
+	h.render(w, r, http.StatusOK, "store", s, &view{Title: st.Name, Notice: notice(r), Data: storeData{Store: st, Metadata: formatMetadata(st.Metadata), Tree: tree, History: h.hist != nil, Dirs: h.dirs != nil}})
 	return nil
 }
 
