@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,6 +49,11 @@ type memoryData struct {
 	Store  *trove.Store
 	Memory *trove.Memory
 	CRLF   bool // the content uses CRLF line ends (kept on save)
+	// Markdown: the path names a Markdown file, so the page offers a
+	// preview; Preview is it rendered (renderMarkdown) when asked for with
+	// ?view=preview, else empty.
+	Markdown bool
+	Preview  template.HTML
 	// The edit form's path and content: the memory's, or what the user
 	// sent when a save was refused (so nothing typed is lost).
 	Path, Content string
@@ -58,7 +64,13 @@ func (h *Handler) memoryPage(w http.ResponseWriter, r *http.Request, s *signed) 
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, "memory", s, &view{Title: m.Path, Notice: notice(r), Data: memoryData{Store: st, Memory: m, CRLF: strings.Contains(*m.Content, "\r\n"), Path: m.Path, Content: *m.Content}})
+	d := memoryData{Store: st, Memory: m, CRLF: strings.Contains(*m.Content, "\r\n"), Path: m.Path, Content: *m.Content, Markdown: isMarkdown(m.Path)}
+	if d.Markdown && r.URL.Query().Get("view") == "preview" {
+		if d.Preview, err = renderMarkdown(*m.Content); err != nil {
+			return err
+		}
+	}
+	h.render(w, r, http.StatusOK, "memory", s, &view{Title: m.Path, Notice: notice(r), Data: d})
 	return nil
 }
 
