@@ -60,6 +60,11 @@ type Config struct {
 	Logger   *slog.Logger // nil discards
 	// Now is the clock for displayed relative times; nil means time.Now.
 	Now func() time.Time
+	// SecureCookie marks the session cookie Secure even on a plain-HTTP
+	// request: for a server behind a proxy that terminates TLS, where the
+	// browser speaks HTTPS but this server does not. Over TLS the cookie is
+	// Secure anyway.
+	SecureCookie bool
 }
 
 // Handler serves the console. Create it with New.
@@ -69,6 +74,7 @@ type Handler struct {
 	dreams trove.DreamService
 	hist   trove.HistoryService   // nil hides the time machine pages
 	dirs   trove.DirectoryService // nil hides directory rename and delete
+	secure bool                   // Config.SecureCookie
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -81,7 +87,7 @@ type Handler struct {
 // New returns the console handler. It panics if the embedded templates do
 // not parse (a build defect, caught by every test).
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Services, sess: cfg.Sessions, dreams: cfg.Dreams, auth: cfg.Auth, limits: cfg.Limits, log: cfg.Logger, now: cfg.Now}
+	h := &Handler{svc: cfg.Services, sess: cfg.Sessions, dreams: cfg.Dreams, auth: cfg.Auth, limits: cfg.Limits, log: cfg.Logger, now: cfg.Now, secure: cfg.SecureCookie}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -214,7 +220,7 @@ func (h *Handler) authed(fn handlerFunc) http.Handler {
 				return
 			}
 			if c != nil {
-				clearCookie(w, r)
+				h.clearCookie(w, r)
 			}
 			if r.Method == http.MethodGet {
 				q := url.Values{"next": {r.URL.RequestURI()}}
@@ -266,16 +272,16 @@ func crossSite(r *http.Request) string {
 	return ""
 }
 
-func setCookie(w http.ResponseWriter, r *http.Request, token string) {
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, token string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: token, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+		Name: CookieName, Value: token, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil || h.secure,
 		SameSite: http.SameSiteStrictMode,
 	})
 }
 
-func clearCookie(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: "", Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+		Name: CookieName, Value: "", Path: Prefix, HttpOnly: true, Secure: r.TLS != nil || h.secure,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1,
 	})
 }
@@ -443,7 +449,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, status(err), "signin", nil, &view{Title: "Sign in", Error: msg, Data: signinData{Next: next}})
 		return
 	}
-	setCookie(w, r, token)
+	h.setCookie(w, r, token)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -451,7 +457,7 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request, s *signed) err
 	if err := h.auth.EndConsoleSession(context.WithoutCancel(r.Context()), s.token); err != nil {
 		return err
 	}
-	clearCookie(w, r)
+	h.clearCookie(w, r)
 	redirect(w, r, Prefix+"signin", "signedout")
 	return nil
 }

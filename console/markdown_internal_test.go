@@ -8,7 +8,7 @@ import (
 func TestRenderMarkdown(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, src      string
+		name, src     string
 		want, notWant []string
 	}{
 		{"heading and emphasis", "# Plan\n\nsome *em*\n", []string{"<h1>Plan</h1>", "<em>em</em>"}, nil},

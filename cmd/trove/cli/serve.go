@@ -45,6 +45,7 @@ type serveConfig struct {
 	db                         dbOptions        // resolved by resolveDBOptions
 	dreams                     dreamConfig
 	console                    bool   // serve the web console under /console/
+	consoleSecureCookie        bool   // console cookie Secure on plain HTTP (behind a TLS proxy)
 	tlsCert, tlsKey            string // serve HTTPS with this pair (both or neither)
 }
 
@@ -216,6 +217,8 @@ held by a node that dies is failed (runner_lost) once its --dream-lease ends.
 
 Console: the web console is served on the same port under /console/ (/
 redirects there); sign in with an API key. --console=false turns it off.
+Behind a proxy that terminates TLS, add --console-secure-cookie so that the
+browser never sends the console's session cookie over plain HTTP.
 
 HTTPS: --tls-cert and --tls-key serve HTTPS (HTTP/1.1 and HTTP/2) instead of
 plain HTTP; a replaced certificate or key is picked up at the next TLS
@@ -252,6 +255,7 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	f.DurationVar(&dbConnectTimeout, dbConnectTimeoutFlag, 0, "bound on connecting to PostgreSQL and on waiting for a pooled connection, past which a request fails with a retryable 503; 0: the URL's connect_timeout, else "+postgres.DefaultConnectTimeout.String()+" (env "+dbConnectTimeoutEnv+")")
 	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
 	f.BoolVar(&c.console, "console", envOr("TROVE_CONSOLE", "true") != "false", "serve the web console under /console/ (/ redirects there); --console=false turns it off (env TROVE_CONSOLE)")
+	f.BoolVar(&c.consoleSecureCookie, "console-secure-cookie", envOr("TROVE_CONSOLE_SECURE_COOKIE", "false") == "true", "mark the console's session cookie Secure although this server speaks plain HTTP, for a proxy in front that terminates TLS (env TROVE_CONSOLE_SECURE_COOKIE)")
 	f.StringVar(&c.tlsCert, "tls-cert", os.Getenv("TROVE_TLS_CERT"), "serve HTTPS (and HTTP/2) with this PEM certificate (chain); re-read when the file changes, no restart needed (env TROVE_TLS_CERT)")
 	f.StringVar(&c.tlsKey, "tls-key", os.Getenv("TROVE_TLS_KEY"), "the PEM private key of --tls-cert (env TROVE_TLS_KEY)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
@@ -317,7 +321,7 @@ func runServe(e *env, c serveConfig) error {
 
 	var consoleHandler http.Handler
 	if c.console {
-		consoleHandler = console.New(console.Config{Services: b.svc, Sessions: b.svc, Dreams: b.svc, Auth: b.svc, Limits: c.limits, Logger: log})
+		consoleHandler = console.New(console.Config{Services: b.svc, Sessions: b.svc, Dreams: b.svc, Auth: b.svc, Limits: c.limits, Logger: log, SecureCookie: c.consoleSecureCookie})
 	}
 
 	reg := prometheus.NewRegistry()

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,42 @@ func TestServeConsole(t *testing.T) {
 	}
 	if strings.Contains(s.stderr.String(), "warning") {
 		t.Errorf("warning on loopback:\n%s", s.stderr)
+	}
+}
+
+// TestServeConsoleSecureCookie: behind a TLS-terminating proxy the server
+// speaks plain HTTP; --console-secure-cookie still marks the session
+// cookie Secure, and without it a plain-HTTP sign-in's cookie is not.
+func TestServeConsoleSecureCookie(t *testing.T) {
+	t.Parallel()
+	for _, secure := range []bool{true, false} {
+		data := t.TempDir()
+		args := []string{"--data", data}
+		if secure {
+			args = append(args, "--console-secure-cookie")
+		}
+		s := startServe(t, args...)
+		key, err := os.ReadFile(filepath.Join(data, "api_key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noRedirect().PostForm(s.url+"/console/signin", url.Values{"api_key": {strings.TrimSpace(string(key))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var c *http.Cookie
+		for _, k := range resp.Cookies() {
+			if k.Name == "trove_console" {
+				c = k
+			}
+		}
+		if resp.StatusCode != http.StatusSeeOther || c == nil || c.Value == "" {
+			t.Fatalf("secure=%v: sign-in = %d, cookie %+v", secure, resp.StatusCode, c)
+		}
+		if c.Secure != secure || !c.HttpOnly {
+			t.Errorf("--console-secure-cookie=%v: cookie Secure=%v HttpOnly=%v", secure, c.Secure, c.HttpOnly)
+		}
 	}
 }
 
