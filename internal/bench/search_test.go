@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
