@@ -407,3 +407,60 @@ func BenchmarkSearch(b *testing.B) {
 	b.StartTimer()
 	phase("clean")
 }
+
+// BenchmarkSearchIndexExpression: what computing a memory's search value
+// costs the server, without the row, the index or the commit around it:
+// one SELECT of the value of each of 2,000 texts of the search corpus
+// (1 KiB, sent as an array), with 0007's trove_search_words (translate),
+// 0010's (regexp_replace), and bare (to_tsvector of the content alone),
+// in alternating rounds. Reports each one's median µs per text.
+//
+//	TROVE_TEST_POSTGRES=… go test -run '^$' -bench SearchIndexExpression -benchtime 1x ./storage/postgres/
+func BenchmarkSearchIndexExpression(b *testing.B) {
+	const rounds, texts = 5, 2000
+	ctx := context.Background()
+	schema := newSchema(b)
+	fns, err := os.ReadFile("migrations/0007_memory_search.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fns0010, err := os.ReadFile("migrations/0010_search_words_regexp.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := adminConn(b)
+	if _, err := c.Exec(ctx, "SET search_path TO "+schema+";\n"+string(fns[:bytes.Index(fns, []byte("ALTER TABLE"))])+";\n"+
+		strings.Replace(string(fns0010), "FUNCTION trove_search_words(", "FUNCTION trove_search_words_re(", 1)); err != nil {
+		b.Fatal(err)
+	}
+	corpus := loadgen.NewCorpus()
+	paths, contents := make([]string, texts), make([][]byte, texts)
+	for i := range texts {
+		paths[i], contents[i] = loadgen.CorpusPath(i), []byte(corpus.Text(i))
+	}
+	value := func(words string) string {
+		return `setweight(to_tsvector('simple'::regconfig, ` + words + `(p)), 'A') ||
+			setweight(to_tsvector('simple'::regconfig, ` + words + `(trove_search_content(b))), 'D')`
+	}
+	exprs := []struct{ name, expr string }{
+		{"0007", value("trove_search_words")},
+		{"0010", value("trove_search_words_re")},
+		{"bare", `to_tsvector('simple'::regconfig, trove_search_content(b))`},
+	}
+	times := map[string][]float64{}
+	for range b.N * rounds {
+		for _, e := range exprs {
+			var n int64
+			t0 := time.Now()
+			if err := c.QueryRow(ctx, "SELECT sum(length("+e.expr+")) FROM unnest($1::text[], $2::bytea[]) AS t(p, b)", paths, contents).Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			times[e.name] = append(times[e.name], float64(time.Since(t0).Microseconds())/texts)
+		}
+	}
+	for _, e := range exprs {
+		s := slices.Clone(times[e.name])
+		slices.Sort(s)
+		b.ReportMetric(s[len(s)/2], e.name+"-µs/text")
+	}
+}
