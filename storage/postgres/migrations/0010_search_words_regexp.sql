@@ -1,7 +1,7 @@
 -- 0010: a cheaper trove_search_words (migration 0007), the function that
 -- turns every ASCII punctuation character into a space before memories.search
--- is computed. translate() with 32 characters to look up costs about five
--- times what to_tsvector itself costs on 1 KiB of text (it compares every
+-- is computed. translate() with 32 characters to look up costs about twice
+-- what to_tsvector itself costs on 1 KiB of text (it compares every
 -- character of the text with each of the 32 in turn), and it runs in every
 -- INSERT and UPDATE of a memory; regexp_replace() with the same 32
 -- characters as one bracket expression (the ranges ! to /, : to @, [ to `
