@@ -5,103 +5,21 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/url"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
-// searchMemories and searchBytes are the size of the search benchmarks'
-// store: 10,000 memories of 1 KiB (the store's memory limit).
-const (
-	searchMemories = 10000
-	searchBytes    = 1024
-)
-
-// vocabulary returns n distinct made-up words ("w0" … are too alike for
-// prefixes to mean anything): consonant-vowel syllables.
-func vocabulary(n int) []string {
-	const cons, vows = "bdfgklmnprstvz", "aeiou"
-	r := rand.New(rand.NewPCG(1, 2))
-	seen := map[string]bool{}
-	var out []string
-	for len(out) < n {
-		var b strings.Builder
-		for range 2 + r.IntN(3) {
-			b.WriteByte(cons[r.IntN(len(cons))])
-			b.WriteByte(vows[r.IntN(len(vows))])
-		}
-		if w := b.String(); !seen[w] {
-			seen[w] = true
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// corpus writes memory i's text: about searchBytes bytes of words drawn
-// from vocab with a Zipf distribution (a few words in most memories, most
-// words in few), in sentences.
-type corpus struct {
-	vocab []string
-	zipf  *rand.Zipf
-	mu    sync.Mutex
-}
-
-func newCorpus() *corpus {
-	r := rand.New(rand.NewPCG(3, 4))
-	v := vocabulary(5000)
-	return &corpus{vocab: v, zipf: rand.NewZipf(r, 1.1, 2, uint64(len(v)-1))}
-}
-
-func (c *corpus) text(i int) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Note %d\n\n", i)
-	for b.Len() < searchBytes-12 {
-		for k := range 8 {
-			if k > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(c.vocab[c.zipf.Uint64()])
-		}
-		b.WriteString(".\n")
-	}
-	s := b.String()
-	return s[:min(len(s), searchBytes)]
-}
-
-// searchQueries are the benchmark's query classes, by the rank of their
-// words in the Zipf distribution (0 is the most common word). In one run
-// of this corpus, the memories (of 10,000) each matches: every-memory
-// 10,000 (a word like "the"), frequent 4,352, moderate ~400, rare 66,
-// absent 0; prefix (two letters) and phrase (of the two most common words)
-// thousands.
-func searchQueries(vocab []string) map[string]string {
-	return map[string]string{
-		"every-memory": vocab[0],
-		"frequent":     vocab[30],
-		"moderate":     vocab[300],
-		"rare":         vocab[2000],
-		"two-words":    vocab[30] + " " + vocab[300],          // an AND of a frequent and a moderate word
-		"phrase":       `"` + vocab[0] + " " + vocab[1] + `"`, // two very common words next to each other
-		"prefix":       vocab[0][:2],                          // a two-letter prefix: the worst case
-		"absent":       "zzzzq",                               // no match
-		"path":         "notes " + vocab[300],                 // a path word (every memory's) and a content word
-	}
-}
-
-// selectiveClasses are the classes that match under 10 % of the memories.
-var selectiveClasses = []string{"moderate", "rare", "two-words", "absent", "path"}
+// The search benchmarks' store, corpus and query classes are
+// internal/loadgen's, shared with storage/postgres's: 10,000 memories of
+// 1 KiB (loadgen.CorpusMemories, loadgen.CorpusBytes).
 
 // BenchmarkSearch: GET /trove/v1/search over loopback HTTP (serve's
 // server, core, SQLite) on one store of 10,000 memories of 1 KiB, one
@@ -115,9 +33,9 @@ var selectiveClasses = []string{"moderate", "rare", "two-words", "absent", "path
 //	go test -run '^$' -bench 'Search$' -benchtime 400x ./internal/bench/
 func BenchmarkSearch(b *testing.B) {
 	a := newAPI(b)
-	c := newCorpus()
+	c := loadgen.NewCorpus()
 	load(b, a, c, a.storeID)
-	queries := searchQueries(c.vocab)
+	queries := loadgen.SearchQueries(c.Vocab)
 	classes := slices.Sorted(maps.Keys(queries))
 	cs := clients(b, a.addr, a.key, 1)
 	paths := make([]string, len(classes))
@@ -149,7 +67,7 @@ func BenchmarkSearch(b *testing.B) {
 		for i := k; i < b.N; i += len(classes) {
 			l = append(l, lat[i])
 		}
-		if slices.Contains(selectiveClasses, class) {
+		if slices.Contains(loadgen.SelectiveClasses, class) {
 			selective = append(selective, l...)
 		}
 		b.ReportMetric(ms(pct(l, 99)), class+"-p99-ms")
@@ -181,13 +99,13 @@ func pct(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// load creates the corpus's searchMemories memories in storeID through
+// load creates the corpus's loadgen.CorpusMemories memories in storeID through
 // core, 16 writers at a time (group commit).
-func load(b *testing.B, a *api, c *corpus, storeID string) {
+func load(b *testing.B, a *api, c *loadgen.Corpus, storeID string) {
 	b.Helper()
-	run(b, 16, searchMemories, func(_, i int) error {
+	run(b, 16, loadgen.CorpusMemories, func(_, i int) error {
 		_, err := a.svc.CreateMemory(a.pctx, storeID, trove.CreateMemoryParams{
-			Path: fmt.Sprintf("/notes/%02d/note-%05d.md", i%50, i), Content: c.text(i)})
+			Path: loadgen.CorpusPath(i), Content: c.Text(i)})
 		return err
 	})
 }
@@ -227,10 +145,10 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 	for _, op := range []string{"create", "update"} {
 		for _, conc := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/c=%d", op, conc), func(b *testing.B) {
-				c := newCorpus()
+				c := loadgen.NewCorpus()
 				texts := make([]string, 2*searchRound)
 				for i := range texts {
-					texts[i] = c.text(i)
+					texts[i] = c.Text(i)
 				}
 				type side struct {
 					svc   *core.Service

@@ -1,36 +1,49 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/storage/postgres"
 )
 
 // BenchmarkSearchIndexWrites: the cost of keeping the search index on
-// PostgreSQL, as core write throughput with migration 0007's generated
-// column and GIN index against the same schema without them (the column
-// dropped, which drops the index), 1 KiB contents of 180 words from a
-// 5,000-word vocabulary, creates then updates, at 1 and 16 writers, the two
-// schemas in alternating rounds of 500 writes; medians (with-ops/s,
-// without-ops/s) and with-% = 100 × with / without.
+// PostgreSQL, as core write throughput with the generated column and GIN
+// index of migrations 0007 and 0010 against the same schema without them
+// (the column dropped, which drops the index), and, in the same run, with
+// the index as migration 0007 alone computed it (trove_search_words put
+// back to 0007's translate): 1 KiB texts of the search corpus
+// (internal/loadgen), creates then updates, at 1 and 16 writers, the three
+// schemas in alternating rounds of 500 writes. Reports medians
+// (with-ops/s, without-ops/s, 0007-ops/s), with-% = 100 × with / without
+// and 0007-% = 100 × 0007 / without.
 //
 //	TROVE_TEST_POSTGRES=… go test -run '^$' -bench SearchIndexWrites -benchtime 1x ./storage/postgres/
 func BenchmarkSearchIndexWrites(b *testing.B) {
 	const rounds, round = 5, 500
 	testURL(b)
-	words := strings.Fields(strings.Repeat("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango ", 1))
-	text := func(i int) string {
-		var sb strings.Builder
-		for k := 0; sb.Len() < 1000; k++ {
-			fmt.Fprintf(&sb, "%s%d ", words[(i*7+k*13)%len(words)], (i*31+k*17)%5000)
-		}
-		return sb.String()[:1000]
+	corpus := loadgen.NewCorpus()
+	texts := make([]string, 2*round)
+	for i := range texts {
+		texts[i] = corpus.Text(i)
 	}
 	for _, op := range []string{"create", "update"} {
 		for _, conc := range []int{1, 16} {
@@ -40,29 +53,30 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 					ctx   context.Context
 					rates []float64
 				}
-				open := func(index bool) *side {
+				open := func(schemaSQL string) *side {
 					schema := newSchema(b)
 					db := openDBOn(b, testURL(b), schema, postgres.Options{MaxConns: 16})
-					if !index {
+					if schemaSQL != "" {
 						c := adminConn(b)
-						if _, err := c.Exec(context.Background(), "ALTER TABLE "+schema+".memories DROP COLUMN search"); err != nil {
+						if _, err := c.Exec(context.Background(), "SET search_path TO "+schema+"; "+schemaSQL); err != nil {
 							b.Fatal(err)
 						}
 					}
 					ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: "wrkspc_bench", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}})
 					return &side{svc: core.New(db, core.Options{}), ctx: ctx}
 				}
-				with, without := open(true), open(false)
+				with, without := open(""), open("ALTER TABLE memories DROP COLUMN search")
+				m0007 := open(searchWords0007(b))
 				b.ResetTimer()
 				for n := range b.N * rounds {
-					for _, s := range []*side{with, without} {
+					for _, s := range []*side{with, without, m0007} {
 						st, err := s.svc.CreateStore(s.ctx, trove.CreateStoreParams{Name: fmt.Sprintf("r%d", n)})
 						if err != nil {
 							b.Fatal(err)
 						}
 						ids := make([]string, round)
 						create := func(_, i int) error {
-							m, err := s.svc.CreateMemory(s.ctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/g%d/m%05d.md", i%16, i), Content: text(i)})
+							m, err := s.svc.CreateMemory(s.ctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/g%d/m%05d.md", i%16, i), Content: texts[i]})
 							if err == nil {
 								ids[i] = m.ID
 							}
@@ -77,8 +91,7 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 							if op == "create" {
 								return create(w, i)
 							}
-							c := text(round + i)
-							_, err := s.svc.UpdateMemory(s.ctx, st.ID, ids[i], trove.UpdateMemoryParams{Content: &c})
+							_, err := s.svc.UpdateMemory(s.ctx, st.ID, ids[i], trove.UpdateMemoryParams{Content: &texts[round+i]})
 							return err
 						})
 						if err != nil {
@@ -89,11 +102,365 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 				}
 				b.StopTimer()
 				med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
-				w, wo := med(with.rates), med(without.rates)
+				w, wo, old := med(with.rates), med(without.rates), med(m0007.rates)
 				b.ReportMetric(w, "with-ops/s")
 				b.ReportMetric(wo, "without-ops/s")
+				b.ReportMetric(old, "0007-ops/s")
 				b.ReportMetric(100*w/wo, "with-%")
+				b.ReportMetric(100*old/wo, "0007-%")
 			})
 		}
+	}
+}
+
+// searchWords0007 returns the statement that puts migration 0007's
+// trove_search_words back (translate, which 0010 replaced).
+func searchWords0007(b *testing.B) string {
+	m, err := os.ReadFile("migrations/0007_memory_search.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(m)
+	i, j := strings.Index(s, "CREATE FUNCTION trove_search_words("), strings.Index(s, "CREATE FUNCTION trove_search_content(")
+	if i < 0 || j < i {
+		b.Fatal("migration 0007 lacks trove_search_words")
+	}
+	return strings.Replace(s[i:j], "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+}
+
+// searchRawVariants are the tables of BenchmarkSearchIndexRawInsert: the
+// memories table of migration 0001 without its foreign key, and the
+// search column and index that the variant adds to it.
+var searchRawVariants = []struct{ name, ddl string }{
+	{"plain", ``},
+	{"0007", `ALTER TABLE %[1]s ADD COLUMN search tsvector GENERATED ALWAYS AS (
+		setweight(to_tsvector('simple'::regconfig, trove_search_words(path)), 'A') ||
+		setweight(to_tsvector('simple'::regconfig, trove_search_words(trove_search_content(content))), 'D')) STORED;
+		CREATE INDEX ON %[1]s USING gin (search)`},
+	{"0010-column-only", `ALTER TABLE %[1]s ADD COLUMN search tsvector GENERATED ALWAYS AS (
+		setweight(to_tsvector('simple'::regconfig, trove_search_words_re(path)), 'A') ||
+		setweight(to_tsvector('simple'::regconfig, trove_search_words_re(trove_search_content(content))), 'D')) STORED`},
+	{"0010", `ALTER TABLE %[1]s ADD COLUMN search tsvector GENERATED ALWAYS AS (
+		setweight(to_tsvector('simple'::regconfig, trove_search_words_re(path)), 'A') ||
+		setweight(to_tsvector('simple'::regconfig, trove_search_words_re(trove_search_content(content))), 'D')) STORED;
+		CREATE INDEX ON %[1]s USING gin (search)`},
+	{"bare", `ALTER TABLE %[1]s ADD COLUMN search tsvector GENERATED ALWAYS AS (
+		to_tsvector('simple'::regconfig, trove_search_content(content))) STORED;
+		CREATE INDEX ON %[1]s USING gin (search)`},
+	{"bare-nofastupdate", `ALTER TABLE %[1]s ADD COLUMN search tsvector GENERATED ALWAYS AS (
+		to_tsvector('simple'::regconfig, trove_search_content(content))) STORED;
+		CREATE INDEX ON %[1]s USING gin (search) WITH (fastupdate = off)`},
+}
+
+// BenchmarkSearchIndexRawInsert: the ceiling of the search index's write
+// cost, in raw pgx with nothing of Trove around it: the same INSERT of a
+// memory row (1 KiB of the search corpus, one statement, autocommit) into
+// the table of each of searchRawVariants, in alternating rounds of 300
+// rows at 1 and 16 connections. Reports each variant's median rate as a
+// percentage of plain's (<variant>-%), plain's rate (plain-ops/s) and the
+// WAL an insert writes (<variant>-wal-B: the smallest
+// pg_current_wal_insert_lsn() difference around one insert of 20, as the
+// cluster is shared).
+//
+//	TROVE_TEST_POSTGRES=… go test -run '^$' -bench SearchIndexRawInsert -benchtime 1x ./storage/postgres/
+func BenchmarkSearchIndexRawInsert(b *testing.B) {
+	const rounds, round = 5, 300
+	ctx := context.Background()
+	schema := newSchema(b)
+	fns, err := os.ReadFile("migrations/0007_memory_search.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := adminConn(b)
+	setup := "SET search_path TO " + schema + ";\n" + string(fns[:bytes.Index(fns, []byte("ALTER TABLE"))])
+	fns0010, err := os.ReadFile("migrations/0010_search_words_regexp.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup += ";\n" + strings.Replace(string(fns0010), "FUNCTION trove_search_words(", "FUNCTION trove_search_words_re(", 1)
+	for _, v := range searchRawVariants {
+		t := `"` + v.name + `"`
+		setup += fmt.Sprintf(`;
+		CREATE TABLE %[1]s (id text PRIMARY KEY, store_id text NOT NULL, path text COLLATE "C" NOT NULL,
+			content bytea NOT NULL, size_bytes integer NOT NULL, sha256 text NOT NULL, version_id text NOT NULL,
+			created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, UNIQUE (store_id, path));
+		CREATE INDEX ON %[1]s (version_id)`, t)
+		if v.ddl != "" {
+			setup += ";\n" + fmt.Sprintf(v.ddl, t)
+		}
+	}
+	if _, err := c.Exec(ctx, setup); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(testURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 16
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	corpus := loadgen.NewCorpus()
+	texts := make([][]byte, 2*rounds*round)
+	for i := range texts {
+		texts[i] = []byte(corpus.Text(i))
+	}
+	var seq atomic.Int64
+	insert := func(q pgx.Tx, table string) error {
+		i := int(seq.Add(1))
+		id := fmt.Sprintf("mem_%09d", i)
+		now := time.Now()
+		var e interface {
+			Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+		} = pool
+		if q != nil {
+			e = q
+		}
+		_, err := e.Exec(ctx, `INSERT INTO "`+table+`" (id, store_id, path, content, size_bytes, sha256, version_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			id, "memstore_bench", loadgen.CorpusPath(i), texts[i%len(texts)], len(texts[i%len(texts)]), "sha", "ver_"+id, now, now)
+		return err
+	}
+	for _, conc := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) {
+			rates := map[string][]float64{}
+			for range b.N * rounds {
+				for _, v := range searchRawVariants {
+					wall, _, err := runOps(conc, round, func(_, _ int) error { return insert(nil, v.name) })
+					if err != nil {
+						b.Fatal(err)
+					}
+					rates[v.name] = append(rates[v.name], float64(round)/wall.Seconds())
+				}
+			}
+			med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
+			plain := med(rates["plain"])
+			b.ReportMetric(plain, "plain-ops/s")
+			for _, v := range searchRawVariants[1:] {
+				b.ReportMetric(100*med(rates[v.name])/plain, v.name+"-%")
+			}
+			if conc > 1 {
+				return
+			}
+			for _, v := range searchRawVariants {
+				least := int64(-1)
+				for range 20 {
+					tx, err := pool.Begin(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var before, after int64
+					lsn := "SELECT pg_current_wal_insert_lsn() - '0/0'"
+					if err := tx.QueryRow(ctx, lsn).Scan(&before); err != nil {
+						b.Fatal(err)
+					}
+					if err := insert(tx, v.name); err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.QueryRow(ctx, lsn).Scan(&after); err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Commit(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if d := after - before; least < 0 || d < least {
+						least = d
+					}
+				}
+				b.ReportMetric(float64(least), v.name+"-wal-B")
+			}
+		})
+	}
+}
+
+// BenchmarkSearch: GET /trove/v1/search over loopback HTTP (serve's
+// server, core, PostgreSQL) on one store of the search corpus
+// (internal/loadgen: 10,000 memories of 1 KiB, the query classes of
+// loadgen.SearchQueries), one client, limit 20, the classes in turn: the
+// shape of internal/bench's BenchmarkSearch on SQLite, 40 requests of
+// each class (× b.N: use -benchtime 1x, as loading takes minutes). It runs twice: with
+// the GIN index's pending list as loading the store left it (pending-…),
+// then after gin_clean_pending_list moved it into the index (clean-…),
+// both after ANALYZE;
+// pending-pages is how many pages the list held. Each phase reports each
+// class's p99 (<phase>-<class>-p99-ms), the p99 of the classes that match
+// under 10 % of the memories (<phase>-selective-p99-ms) and of all
+// (<phase>-p99-ms), and, as the same-run baseline of what the machine and
+// HTTP cost, the p99 of a memory get sent as many times by the same client
+// right after (<phase>-get-p99-ms).
+//
+//	TROVE_TEST_POSTGRES=… go test -run '^$' -bench 'Search$' -benchtime 1x ./storage/postgres/
+func BenchmarkSearch(b *testing.B) {
+	const perClass = 40 // requests of each class per phase (and b.N)
+	ctx := context.Background()
+	schema := newSchema(b)
+	db := openDBOn(b, testURL(b), schema, postgres.Options{MaxConns: 16})
+	svc := core.New(db, core.Options{AuthCacheTTL: 2 * time.Second})
+	k, secret, err := svc.CreateKey(ctx, "wrkspc_bench", "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: "wrkspc_bench", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: k.ID}})
+	st, err := svc.CreateStore(pctx, trove.CreateStoreParams{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httpapi.NewServer(httpapi.Config{Services: svc, Sessions: svc, Auth: svc}).HTTPServer()
+	go srv.Serve(ln)
+	defer srv.Close()
+	client := &loadgen.Conn{Addr: ln.Addr().String(), Header: "Authorization: Bearer " + secret + "\r\nanthropic-beta: " + httpapi.BetaAgentMemory + "\r\n"}
+	defer client.Close()
+	call := func(path string) error {
+		status, resp, err := client.Do("GET", path, nil)
+		if err == nil && status != 200 {
+			err = fmt.Errorf("GET %s: %d %s", path, status, resp)
+		}
+		return err
+	}
+
+	corpus := loadgen.NewCorpus()
+	var first atomic.Value
+	if _, _, err := runOps(16, loadgen.CorpusMemories, func(_, i int) error {
+		m, err := svc.CreateMemory(pctx, st.ID, trove.CreateMemoryParams{Path: loadgen.CorpusPath(i), Content: corpus.Text(i)})
+		if err == nil && i == 0 {
+			first.Store(m.ID)
+		}
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	get := "/v1/memory_stores/" + st.ID + "/memories/" + first.Load().(string)
+	queries := loadgen.SearchQueries(corpus.Vocab)
+	classes := slices.Sorted(maps.Keys(queries))
+	paths := make([]string, len(classes))
+	for k, class := range classes {
+		paths[k] = "/trove/v1/search?" + url.Values{"q": {queries[class]}, "store_id": {st.ID}, "limit": {"20"}}.Encode()
+	}
+	warm := func() {
+		for _, p := range paths {
+			for range 16 { // each of the pool's connections prepares the statement
+				if err := call(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	pct := func(ds []time.Duration, p float64) float64 {
+		slices.Sort(ds)
+		i := int(float64(len(ds))*p/100+0.5) - 1
+		return float64(ds[max(0, min(i, len(ds)-1))].Microseconds()) / 1000
+	}
+	n := perClass * len(classes) * b.N
+	phase := func(name string) {
+		lat := make([]time.Duration, n)
+		if _, _, err := runOps(1, n, func(_, i int) error {
+			t0 := time.Now()
+			err := call(paths[i%len(paths)])
+			lat[i] = time.Since(t0)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		var selective []time.Duration
+		for k, class := range classes {
+			var l []time.Duration
+			for i := k; i < n; i += len(classes) {
+				l = append(l, lat[i])
+			}
+			if slices.Contains(loadgen.SelectiveClasses, class) {
+				selective = append(selective, l...)
+			}
+			b.ReportMetric(pct(l, 99), name+"-"+class+"-p99-ms")
+		}
+		b.ReportMetric(pct(selective, 99), name+"-selective-p99-ms")
+		b.ReportMetric(pct(lat, 99), name+"-p99-ms")
+		_, getLat, err := runOps(1, n, func(_, _ int) error { return call(get) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(pct(getLat, 99), name+"-get-p99-ms")
+	}
+
+	// What autovacuum would have done by now (the test server may run
+	// without it): without statistics the planner reads every memory of
+	// the store through its path index and tests each one's search value.
+	if _, err := adminConn(b).Exec(ctx, "ANALYZE "+schema+".memories, "+schema+".stores"); err != nil {
+		b.Fatal(err)
+	}
+	warm()
+	b.ResetTimer()
+	phase("pending")
+	b.StopTimer()
+	var pages int64
+	if err := adminConn(b).QueryRow(ctx, "SELECT gin_clean_pending_list('"+schema+".memories_search'::regclass)").Scan(&pages); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(pages), "pending-pages")
+	warm()
+	b.StartTimer()
+	phase("clean")
+}
+
+// BenchmarkSearchIndexExpression: what computing a memory's search value
+// costs the server, without the row, the index or the commit around it:
+// one SELECT of the value of each of 2,000 texts of the search corpus
+// (1 KiB, sent as an array), with 0007's trove_search_words (translate),
+// 0010's (regexp_replace), and bare (to_tsvector of the content alone),
+// in alternating rounds. Reports each one's median µs per text.
+//
+//	TROVE_TEST_POSTGRES=… go test -run '^$' -bench SearchIndexExpression -benchtime 1x ./storage/postgres/
+func BenchmarkSearchIndexExpression(b *testing.B) {
+	const rounds, texts = 5, 2000
+	ctx := context.Background()
+	schema := newSchema(b)
+	fns, err := os.ReadFile("migrations/0007_memory_search.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fns0010, err := os.ReadFile("migrations/0010_search_words_regexp.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := adminConn(b)
+	if _, err := c.Exec(ctx, "SET search_path TO "+schema+";\n"+string(fns[:bytes.Index(fns, []byte("ALTER TABLE"))])+";\n"+
+		strings.Replace(string(fns0010), "FUNCTION trove_search_words(", "FUNCTION trove_search_words_re(", 1)); err != nil {
+		b.Fatal(err)
+	}
+	corpus := loadgen.NewCorpus()
+	paths, contents := make([]string, texts), make([][]byte, texts)
+	for i := range texts {
+		paths[i], contents[i] = loadgen.CorpusPath(i), []byte(corpus.Text(i))
+	}
+	value := func(words string) string {
+		return `setweight(to_tsvector('simple'::regconfig, ` + words + `(p)), 'A') ||
+			setweight(to_tsvector('simple'::regconfig, ` + words + `(trove_search_content(b))), 'D')`
+	}
+	exprs := []struct{ name, expr string }{
+		{"0007", value("trove_search_words")},
+		{"0010", value("trove_search_words_re")},
+		{"bare", `to_tsvector('simple'::regconfig, trove_search_content(b))`},
+	}
+	times := map[string][]float64{}
+	for range b.N * rounds {
+		for _, e := range exprs {
+			var n int64
+			t0 := time.Now()
+			if err := c.QueryRow(ctx, "SELECT sum(length("+e.expr+")) FROM unnest($1::text[], $2::bytea[]) AS t(p, b)", paths, contents).Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			times[e.name] = append(times[e.name], float64(time.Since(t0).Microseconds())/texts)
+		}
+	}
+	for _, e := range exprs {
+		s := slices.Clone(times[e.name])
+		slices.Sort(s)
+		b.ReportMetric(s[len(s)/2], e.name+"-µs/text")
 	}
 }
