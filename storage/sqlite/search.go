@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trovehq/trove"
@@ -35,26 +38,48 @@ func ftsQuery(q trove.SearchQuery) string {
 	return b.String()
 }
 
-// MemorySearch ranks the matches in memories_search alone (filtered by
-// its UNINDEXED store_id and path_key, ordered by score and memory_id, the
-// LIMIT applied), then reads only those memories' rows: a query that
-// matches thousands of memories reads none of their 1 KiB rows. Store IDs
-// are passed as one JSON array (json_each), so the statement text, and its
-// cached preparation, does not depend on how many there are.
+// MemorySearch ranks the matches in memories_search alone, then reads only
+// the page's memories: a query that matches thousands of memories reads
+// none of their 1 KiB rows. Where the time goes (docs/perf/search.md): FTS5
+// computes bm25 for every match before any LIMIT applies (a docsize row
+// read per match), and reading an UNINDEXED column of a match (store_id,
+// memory_id, path_key) costs another row read per match, about as much as
+// scoring it. So the ranking statement reads none of them unless it must:
+//
+//   - store_id only when some memory of the database lies outside the
+//     searched stores (searchScoped: one look at the stores' exact
+//     memory_count); a credential that sees the only store, or every store
+//     of the only workspace, filters nothing.
+//   - path_key only for a path prefix.
+//   - memory_id, the tie-break of equal scores, only for the top rows:
+//     see rankSearch.
+//
+// Store IDs are passed as one JSON array (json_each), so the statement
+// text, and its cached preparation, does not depend on how many there are.
 func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
 	}
 	var w whereBuilder
 	w.add("memories_search MATCH ?", ftsQuery(p.Query))
+	var ids string
 	if len(p.StoreIDs) > 0 {
-		ids, err := json.Marshal(p.StoreIDs)
+		b, err := json.Marshal(p.StoreIDs)
 		if err != nil {
 			return nil, err
 		}
-		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, string(ids))
-	} else {
-		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
+		ids = string(b)
+	}
+	scoped, err := t.searchScoped(ctx, p.WorkspaceID, ids)
+	if err != nil {
+		return nil, err
+	}
+	if scoped {
+		if ids != "" {
+			w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, ids)
+		} else {
+			w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
+		}
 	}
 	if p.Prefix != "" {
 		w.add("path_key >= ?", p.Prefix)
@@ -62,34 +87,165 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 			w.add("path_key < ?", end)
 		}
 	}
-	if p.After != nil {
-		w.add("("+searchScore+" < ? OR ("+searchScore+" = ? AND memory_id > ?))", p.After.Score, p.After.Score, p.After.ID)
+	top, err := t.rankSearch(ctx, w, p.After, p.Limit)
+	if err != nil || len(top) == 0 {
+		return []storage.MemorySearchHit{}, err
 	}
-	q := `WITH top AS MATERIALIZED (SELECT memory_id, ` + searchScore + ` AS score FROM memories_search` + w.String() +
-		` ORDER BY score DESC, memory_id LIMIT ?)
-		SELECT m.id, m.store_id, m.path, m.size_bytes, m.sha256, m.version_id, m.created_at, m.updated_at, m.content, top.score
-		FROM top JOIN memories m ON m.id = top.memory_id ORDER BY top.score DESC, top.memory_id`
-	rows, err := t.query(ctx, q, append(w.args, limitArg(p.Limit))...)
+	return t.searchPage(ctx, top)
+}
+
+// searchScoped reports whether the search of the given stores (ids, a JSON
+// array; "" for every non-archived store of the workspace) must filter the
+// index's matches by store: whether a store outside them holds a live
+// memory. memory_count is exact (migration 0002's triggers, in the same
+// transaction as memories and memories_search), so when no store outside
+// holds one, every row of the index is a memory of a searched store. The
+// scan of stores stops at the first store outside that holds memories.
+func (t *tx) searchScoped(ctx context.Context, workspaceID, ids string) (bool, error) {
+	var q string
+	args := []any{workspaceID}
+	if ids != "" {
+		q = `SELECT EXISTS (SELECT 1 FROM stores WHERE memory_count > 0 AND NOT (workspace_id = ? AND id IN (SELECT value FROM json_each(?))))`
+		args = append(args, ids)
+	} else {
+		q = `SELECT EXISTS (SELECT 1 FROM stores WHERE memory_count > 0 AND NOT (workspace_id = ? AND archived_at IS NULL))`
+	}
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var scoped bool
+	if rows.Next() {
+		if err := rows.Scan(&scoped); err != nil {
+			return false, translate(err)
+		}
+	}
+	return scoped, translate(rows.Err())
+}
+
+// searchRanked is a match's place in the ranking: the memory's rowid (the
+// index's rowid), score and ID.
+type searchRanked struct {
+	rowid int64
+	score float64
+	id    string
+}
+
+// rankSearch returns the first limit matches of w (all when limit <= 0)
+// strictly after after, by score descending then memory ID ascending.
+//
+// The ranking statement sorts by score alone (SQLite keeps the best k in
+// its sorter) and reads the memory ID of those k only. When it returns k
+// rows, the ones scored like the last might be only some of the rows with
+// that score, so they are set aside: every row scored higher is there, and
+// those are ranked exactly. When after setting them aside (and dropping
+// the rows at or before after) fewer than limit remain, it runs again with
+// a k four times larger. Equal scores are common (memories of the same
+// length with the same counts of a word), so k starts at 2 × limit + 1: it
+// runs again only when a run of equal scores spans more than limit rows
+// around the page's end.
+func (t *tx) rankSearch(ctx context.Context, w whereBuilder, after *storage.SearchPosition, limit int) ([]searchRanked, error) {
+	ranked := `SELECT rowid AS r, ` + searchScore + ` AS score FROM memories_search` + w.String()
+	args := slices.Clone(w.args)
+	if after != nil {
+		// LIMIT -1 keeps SQLite from flattening the subquery into this
+		// one, which would compute the score twice per match.
+		ranked = `SELECT r, score FROM (` + ranked + ` LIMIT -1) WHERE score <= ?`
+		args = append(args, after.Score)
+	}
+	q := `SELECT top.r, top.score, m.id FROM (` + ranked + ` ORDER BY score DESC LIMIT ?) top JOIN memories m ON m.rowid = top.r`
+	k := -1
+	if limit > 0 {
+		k = 2*limit + 1
+	}
+	for {
+		rows, err := t.query(ctx, q, append(args, k)...)
+		if err != nil {
+			return nil, err
+		}
+		var got []searchRanked
+		for rows.Next() {
+			var r searchRanked
+			if err := rows.Scan(&r.rowid, &r.score, &r.id); err != nil {
+				rows.Close()
+				return nil, translate(err)
+			}
+			got = append(got, r)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, translate(err)
+		}
+		slices.SortFunc(got, func(a, b searchRanked) int {
+			return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.id, b.id))
+		})
+		complete := k < 0 || len(got) < k
+		if !complete {
+			last := got[len(got)-1].score
+			for len(got) > 0 && got[len(got)-1].score == last {
+				got = got[:len(got)-1]
+			}
+		}
+		if after != nil {
+			got = slices.DeleteFunc(got, func(r searchRanked) bool { return r.score == after.Score && r.id <= after.ID })
+		}
+		if complete || len(got) >= limit {
+			if limit > 0 && len(got) > limit {
+				got = got[:limit]
+			}
+			return got, nil
+		}
+		k *= 4
+	}
+}
+
+// searchPage reads the memories of top, in top's order.
+func (t *tx) searchPage(ctx context.Context, top []searchRanked) ([]storage.MemorySearchHit, error) {
+	rowids := make([]int64, len(top))
+	at := make(map[int64]int, len(top))
+	for i, r := range top {
+		rowids[i] = r.rowid
+		at[r.rowid] = i
+	}
+	b, err := json.Marshal(rowids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.query(ctx, `SELECT m.rowid, m.id, m.store_id, m.path, m.size_bytes, m.sha256, m.version_id, m.created_at, m.updated_at, m.content
+		FROM memories m WHERE m.rowid IN (SELECT value FROM json_each(?))`, string(b))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []storage.MemorySearchHit{}
+	out := make([]storage.MemorySearchHit, len(top))
+	n := 0
 	for rows.Next() {
+		var rowid int64
 		var h storage.MemorySearchHit
-		if err := scanSearchHit(rows, &h); err != nil {
+		if err := scanSearchHit(rows, &rowid, &h); err != nil {
 			return nil, translate(err)
 		}
-		out = append(out, h)
+		i := at[rowid]
+		h.Score = top[i].score
+		out[i] = h
+		n++
 	}
-	return out, translate(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	if n != len(top) { // the same snapshot as the ranking: cannot happen
+		return nil, fmt.Errorf("sqlite: search: %d of %d ranked memories read", n, len(top))
+	}
+	return out, nil
 }
 
-func scanSearchHit(r rowScanner, h *storage.MemorySearchHit) error {
+func scanSearchHit(r rowScanner, rowid *int64, h *storage.MemorySearchHit) error {
 	var created, updated int64
 	var content string
 	m := &h.Memory
-	if err := r.Scan(&m.ID, &m.StoreID, &m.Path, &m.SizeBytes, &m.SHA256, &m.VersionID, &created, &updated, &content, &h.Score); err != nil {
+	if err := r.Scan(rowid, &m.ID, &m.StoreID, &m.Path, &m.SizeBytes, &m.SHA256, &m.VersionID, &created, &updated, &content); err != nil {
 		return err
 	}
 	m.CreatedAt, m.UpdatedAt = fromMicros(created), fromMicros(updated)

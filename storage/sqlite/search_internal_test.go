@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +168,108 @@ func TestSearchSurvivesVacuum(t *testing.T) {
 	for q, want := range map[string][]string{`"word1"`: {}, "changed": {"memstore_v:/m001"}, `"word2"`: {}, `"word4"`: {"memstore_v:/m004"}} {
 		if diff := cmp.Diff(want, searchPaths(t, db, q)); diff != "" {
 			t.Errorf("after VACUUM and writes, %s (-want +got):\n%s", q, diff)
+		}
+	}
+}
+
+// TestSearchPagingThroughTies: rankSearch's ranking reads memory IDs for
+// its top rows only and sets aside a run of equal scores at its end; pages
+// of every size must still follow (score descending, ID ascending) exactly,
+// through runs of equal scores longer than a page, whether or not the
+// database holds memories outside the searched stores (the statement
+// without and with the store filter).
+func TestSearchPagingThroughTies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openInternal(t, Options{})
+	q, err := trove.ParseSearchQuery(`"needle"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(ws, store string, n int) {
+		t.Helper()
+		if err := db.Write(ctx, func(tx storage.Tx) error {
+			if err := tx.StoreInsert(ctx, &trove.Store{ID: store, WorkspaceID: ws, Name: store, Metadata: map[string]string{}}); err != nil {
+				return err
+			}
+			for i := range n {
+				// IDs in another order than the rowids; three runs of n/3
+				// equal scores (one, two or three needles).
+				c := strings.Repeat("needle ", 1+i%3) + "hay"
+				m := &trove.Memory{ID: fmt.Sprintf("mem_%s_%03d", store, (i*37)%n), StoreID: store, Path: fmt.Sprintf("/m%03d", i),
+					Content: &c, VersionID: "v", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+				if err := tx.MemoryInsert(ctx, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(p storage.MemorySearchParams) []storage.MemorySearchHit {
+		t.Helper()
+		var hits []storage.MemorySearchHit
+		if err := db.Read(ctx, func(tx storage.Tx) error {
+			var err error
+			hits, err = tx.MemorySearch(ctx, p)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	ids := func(hits []storage.MemorySearchHit) []string {
+		out := []string{}
+		for _, h := range hits {
+			out = append(out, h.Memory.ID)
+		}
+		return out
+	}
+	check := func(name string, p storage.MemorySearchParams) {
+		t.Helper()
+		all := search(p) // Limit 0: every match, no run set aside
+		if len(all) != 60 {
+			t.Fatalf("%s: %d hits, want 60", name, len(all))
+		}
+		scores := map[float64]bool{}
+		for i, h := range all {
+			scores[h.Score] = true
+			if i > 0 && (all[i-1].Score < h.Score || all[i-1].Score == h.Score && all[i-1].Memory.ID >= h.Memory.ID) {
+				t.Fatalf("%s: order broken at %d: (%v, %s) then (%v, %s)", name, i, all[i-1].Score, all[i-1].Memory.ID, h.Score, h.Memory.ID)
+			}
+		}
+		if len(scores) != 3 {
+			t.Fatalf("%s: %d distinct scores, want 3", name, len(scores))
+		}
+		for _, limit := range []int{1, 4, 7, 20, 21, 59} {
+			var paged []storage.MemorySearchHit
+			p := p
+			p.After, p.Limit = nil, limit
+			for len(paged) <= len(all) {
+				page := search(p)
+				paged = append(paged, page...)
+				if len(page) < limit {
+					break
+				}
+				last := page[len(page)-1]
+				p.After = &storage.SearchPosition{Score: last.Score, ID: last.Memory.ID}
+			}
+			if diff := cmp.Diff(ids(all), ids(paged)); diff != "" {
+				t.Errorf("%s, pages of %d (-all +paged):\n%s", name, limit, diff)
+			}
+		}
+	}
+	insert("w", "memstore_a", 60)
+	check("one store, all of the database", storage.MemorySearchParams{WorkspaceID: "w", Query: q})
+	check("one store named, all of the database", storage.MemorySearchParams{WorkspaceID: "w", StoreIDs: []string{"memstore_a"}, Query: q})
+	insert("w2", "memstore_b", 60)
+	check("one workspace of two", storage.MemorySearchParams{WorkspaceID: "w", Query: q})
+	check("one store named of two", storage.MemorySearchParams{WorkspaceID: "w", StoreIDs: []string{"memstore_a"}, Query: q})
+	check("the other workspace", storage.MemorySearchParams{WorkspaceID: "w2", Query: q})
+	for _, h := range search(storage.MemorySearchParams{WorkspaceID: "w2", Query: q}) {
+		if h.Memory.StoreID != "memstore_b" {
+			t.Fatalf("workspace w2 found %s of %s", h.Memory.ID, h.Memory.StoreID)
 		}
 	}
 }
