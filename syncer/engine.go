@@ -36,7 +36,9 @@
 //     fsync per file), so a crash at any point is settled by the next pass
 //     without duplicates or loss. A first download into an empty directory
 //     lists the store once with contents and writes each page while the
-//     next is fetched.
+//     next is fetched; the file system is flushed in the background while
+//     it writes (flushBehind), so the flush before the manifest finds
+//     little left, and the manifest's own bytes ride on that flush.
 //
 // The engine talks to the store only through trove.Services, so it works
 // against a local core.Service or a remote httpapi.Client unchanged.
@@ -80,6 +82,7 @@ const (
 	applyConcurrency    = 8
 	prefetchBudget      = 64 << 20 // content bytes prefetched per round
 	streamWriters       = 4        // writers of a first download (streamDownloads)
+	streamBuffer        = 256      // listed memories waiting for a writer (streamDownloads)
 )
 
 // Options configure an Engine. Services, StoreID, Dir and StateDir are
@@ -479,18 +482,34 @@ func errText(err error) string {
 }
 
 // persist flushes local writes to disk, then saves the manifest, so the
-// manifest never names a local state that a power loss could undo.
+// manifest never names a local state that a power loss could undo. The
+// manifest's new bytes are written before the flush, so that when the state
+// directory shares the synced directory's file system the one flush makes
+// them durable too and only the rename is left after it.
 func (e *Engine) persist() error {
+	var staged *stagedManifest
+	if e.dirty {
+		st, err := e.man.stage(e.o.StateDir)
+		if err != nil {
+			return err
+		}
+		staged = st
+	}
+	flushed := false
 	if e.wrote {
 		if err := syncFS(e.o.Dir); err != nil {
+			if staged != nil {
+				staged.abort()
+			}
 			return &trove.Error{Code: trove.EINTERNAL, Message: "cannot flush the synced directory", Err: err}
 		}
 		e.wrote = false
+		flushed = flushesTogether(e.o.Dir, e.o.StateDir)
 	}
-	if !e.dirty {
+	if staged == nil {
 		return nil
 	}
-	if err := e.man.save(e.o.StateDir); err != nil {
+	if err := staged.commit(flushed); err != nil {
 		return err
 	}
 	e.dirty = false
@@ -580,14 +599,19 @@ func (e *Engine) listRemote(ctx context.Context, scan *Scan) (map[string]RemoteF
 // with the listing: with no manifest entry and no local file, the plan of
 // every listed memory (but those round leaves out: unrepresentable paths,
 // temp-file names) is one download, so each is written as its page
-// arrives, applyConcurrency at a time, and recorded as agreed (manifest
-// entry) and as seen by the scan (so the round's plan finds nothing left to
+// arrives, streamWriters at a time (up to streamBuffer listed memories
+// wait for a writer, so the next page is fetched while the disk catches
+// up), and recorded as agreed (manifest entry) and as seen by the scan (so the round's plan finds nothing left to
 // do for it). A memory whose write fails is left to the round's plan, which
 // retries it as a download and reports what fails again. send gives a
 // memory to the writers; wait returns once every write is done.
 func (e *Engine) streamDownloads(ctx context.Context, scan *Scan) (send func(*trove.Memory), wait func()) {
-	work := make(chan *trove.Memory)
+	work := make(chan *trove.Memory, streamBuffer)
 	var wg sync.WaitGroup
+	kick, stopFlush := func() {}, func() {}
+	if !syncEachFile {
+		kick, stopFlush = e.flushBehind()
+	}
 	for range streamWriters {
 		wg.Go(func() {
 			for m := range work {
@@ -600,6 +624,7 @@ func (e *Engine) streamDownloads(ctx context.Context, scan *Scan) (send func(*tr
 					continue
 				}
 				e.agree(m.Path, m.ID, m.SHA256, nil, &key)
+				kick()
 				e.amu.Lock()
 				en := e.man.Entries[m.Path]
 				scan.Files[m.Path] = LocalFile{SHA: m.SHA256, Size: int64(len(b)), Stat: key, HashedAt: en.HashedAt}
@@ -614,7 +639,37 @@ func (e *Engine) streamDownloads(ctx context.Context, scan *Scan) (send func(*tr
 		}
 		work <- m
 	}
-	return send, func() { close(work); wg.Wait() }
+	return send, func() { close(work); wg.Wait(); stopFlush() }
+}
+
+// flushBehind flushes the synced directory's file system in the background
+// while a first download writes, one flush after another as long as kick
+// reports new writes, so that the flush persist makes before the manifest
+// names the files (the one that makes them durable) finds little left to
+// write: the disk works while the listing is fetched. stop ends the loop
+// and waits for its last flush. Errors are left to persist's flush.
+func (e *Engine) flushBehind() (kick, stop func()) {
+	wrote := make(chan struct{}, 1)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-wrote:
+			}
+			_ = syncFS(e.o.Dir)
+		}
+	}()
+	kick = func() {
+		select {
+		case wrote <- struct{}{}:
+		default:
+		}
+	}
+	return kick, func() { close(done); <-finished }
 }
 
 // prefetch fetches the contents the round's downloads need: with a full

@@ -89,15 +89,79 @@ func loadManifest(stateDir, storeID, dir string) (*Manifest, error) {
 
 // save writes the manifest atomically: temp file, fsync, rename, fsync dir.
 func (m *Manifest) save(stateDir string) error {
+	st, err := m.stage(stateDir)
+	if err != nil {
+		return err
+	}
+	return st.commit(false)
+}
+
+// stagedManifest is a manifest written to a temp file in the state
+// directory, not yet in place: commit renames it over manifest.json.
+type stagedManifest struct{ dir, tmp string }
+
+// stage writes the manifest's bytes to a temp file next to manifest.json,
+// without fsync: a flush of the file system that follows (Engine.persist's
+// syncfs) can make them durable together with the synced files.
+func (m *Manifest) stage(stateDir string) (*stagedManifest, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
-		return &trove.Error{Code: trove.EINTERNAL, Message: "cannot encode the sync manifest", Err: err}
+		return nil, &trove.Error{Code: trove.EINTERNAL, Message: "cannot encode the sync manifest", Err: err}
 	}
-	if err := writeFileAtomic(stateDir, "manifest.json", b, true); err != nil {
+	f, err := os.CreateTemp(stateDir, tempPrefix+"*"+tempSuffix)
+	if err != nil {
+		return nil, &trove.Error{Code: trove.EINTERNAL, Message: "cannot write the sync manifest", Err: err}
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, &trove.Error{Code: trove.EINTERNAL, Message: "cannot write the sync manifest", Err: err}
+	}
+	return &stagedManifest{dir: stateDir, tmp: f.Name()}, nil
+}
+
+// commit puts the staged manifest in place: fsync of its bytes (unless
+// flushed: a flush of its file system since stage made them durable),
+// rename over manifest.json, fsync of the state directory.
+func (s *stagedManifest) commit(flushed bool) error {
+	err := s.put(flushed)
+	if err != nil {
+		os.Remove(s.tmp)
 		return &trove.Error{Code: trove.EINTERNAL, Message: "cannot write the sync manifest", Err: err}
 	}
 	return nil
 }
+
+func (s *stagedManifest) put(flushed bool) error {
+	if !flushed {
+		f, err := os.OpenFile(s.tmp, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(s.tmp, filepath.Join(s.dir, "manifest.json")); err != nil {
+		return err
+	}
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// abort removes the staged temp file.
+func (s *stagedManifest) abort() { os.Remove(s.tmp) }
 
 // writeFileAtomic writes dir/name through a temp file and a rename. With
 // durable it fsyncs the file before the rename and the directory after it.

@@ -33,3 +33,13 @@ func syncFS(dir string) error {
 	defer f.Close()
 	return unix.Syncfs(int(f.Fd()))
 }
+
+// flushesTogether reports whether syncFS(dir) also flushes files in
+// stateDir: both on one file system (syncfs flushes a whole file system).
+func flushesTogether(dir, stateDir string) bool {
+	var a, b unix.Stat_t
+	if unix.Stat(dir, &a) != nil || unix.Stat(stateDir, &b) != nil {
+		return false
+	}
+	return a.Dev == b.Dev
+}
