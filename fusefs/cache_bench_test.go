@@ -25,7 +25,10 @@ import (
 //     FUSE file system here;
 //   - trove/{local,http}: a memory through a Trove mount over a local
 //     database (core over SQLite) or over a server (httpapi.Client to a
-//     real server on loopback), following the change feed.
+//     real server on loopback), following the change feed;
+//   - trove-ro/{local,http}: the same with the store mounted read-only,
+//     the mount the kernel opens files of without asking (no OPEN, FLUSH
+//     or RELEASE reaches the daemon).
 //
 // "cached" re-reads one file (the kernel keeps its entry, attributes and
 // pages); "cold" reads b.N distinct files once each (one lookup, open and
@@ -54,7 +57,7 @@ func BenchmarkOpenRead(b *testing.B) {
 			}
 		}
 	}
-	trove := func(how string) func(b *testing.B, n int) string {
+	trove := func(how string, ro bool) func(b *testing.B, n int) string {
 		return func(b *testing.B, n int) string {
 			be := backend(b)
 			st, err := be.Services.CreateStore(be.Ctx, trove.CreateStoreParams{Name: "bench"})
@@ -67,7 +70,7 @@ func BenchmarkOpenRead(b *testing.B) {
 				}
 			}
 			srv, dir := mount(b, vfs.Config{Services: over(b, be, how), Principal: trove.PrincipalFrom(be.Ctx),
-				Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "s"}}, Limits: trove.DefaultLimits()})
+				Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "s", ReadOnly: ro}}, Limits: trove.DefaultLimits()})
 			for deadline := time.Now().Add(10 * time.Second); !srv.Live(); {
 				if time.Now().After(deadline) {
 					b.Fatal("the mount's change feed did not connect")
@@ -95,8 +98,10 @@ func BenchmarkOpenRead(b *testing.B) {
 			b.Cleanup(func() { srv.Unmount() })
 			return mnt
 		}},
-		{"trove/local", trove("local")},
-		{"trove/http", trove("http")},
+		{"trove/local", trove("local", false)},
+		{"trove/http", trove("http", false)},
+		{"trove-ro/local", trove("local", true)},
+		{"trove-ro/http", trove("http", true)},
 	}
 	for _, tg := range targets {
 		b.Run("cached/"+tg.name, func(b *testing.B) {

@@ -89,7 +89,7 @@ type Options struct {
 	// AllowOther lets users other than the mounting one use the mount
 	// (needs user_allow_other in /etc/fuse.conf unless root).
 	AllowOther bool
-	// Debug logs every FUSE request.
+	// Debug logs every FUSE request and reply to Logger, at level Debug.
 	Debug bool
 	// Logger receives errors the kernel cannot be told about (nil: discard).
 	Logger *slog.Logger
