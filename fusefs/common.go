@@ -22,8 +22,8 @@
 // mount without asking (no OPEN, FLUSH or RELEASE), keeping their pages
 // until the feed's invalidation or, without a live feed, until their size
 // or modification time changes (AUTO_INVAL_DATA). A READ then reads the file
-// as the vfs shows it at that moment (no per-descriptor snapshot; ESTALE
-// for a file gone since it was looked up).
+// as the vfs shows it at that moment (no per-descriptor snapshot; ENOENT or
+// ESTALE for a file gone since it was opened).
 //
 // Mounting needs Linux (/dev/fuse) or macOS (macFUSE); elsewhere Mount fails
 // with ErrUnavailable, and ToErrno and Options still build for the callers

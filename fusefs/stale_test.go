@@ -258,6 +258,16 @@ func TestMountStaleness(t *testing.T) {
 				return errors.Is(errOld, os.ErrNotExist) && s == "v1, longer"
 			})
 
+			// Read-only: a descriptor open across the delete below. (On a
+			// read-write mount an open file stays in the tree until
+			// closed, as a file this mount may still write.)
+			var held *os.File
+			if tc.ro {
+				if held, err = os.Open(filepath.Join(root, "new.md")); err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+			}
 			m, err := be.Services.ListMemories(ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/", Limit: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -274,6 +284,16 @@ func TestMountStaleness(t *testing.T) {
 				_, err := os.Stat(filepath.Join(root, "new.md"))
 				return errors.Is(err, os.ErrNotExist)
 			})
+			// No descriptor state: the pages and attributes went with
+			// the delete, so the read finds the file gone (ENOENT from
+			// the attributes, or ESTALE from the read).
+			if tc.ro {
+				buf := make([]byte, 10)
+				c, err := held.ReadAt(buf, 0)
+				if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESTALE) {
+					t.Errorf("read of a descriptor whose file went: %q %v, want ENOENT or ESTALE", buf[:c], err)
+				}
+			}
 
 			// The last memory below dir/ goes: so does the directory.
 			if _, err := os.Stat(filepath.Join(root, "dir")); err != nil {

@@ -41,7 +41,7 @@ serving a file read before from its page cache until the store changes it:
 the cheapest reads a mount can give. A change reaches the mount through the
 server's change feed (or, without one, within about twice --refresh); a
 descriptor open across a change reads the new content, and one whose file
-went away or moved fails with ESTALE.
+went away or moved fails (ENOENT or ESTALE).
 
 The store is on the server or database every client command uses (see
 trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login.
