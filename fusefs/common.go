@@ -16,6 +16,15 @@
 // bound. A new file the vfs drops (its content refused at close or fsync)
 // leaves the kernel's caches at once.
 //
+// A mount where no store is writable (vfs.FS.ReadOnly) is mounted
+// read-only ("ro": the kernel refuses writes with EROFS), and on Linux it
+// answers OPEN and FLUSH with ENOSYS: the kernel then opens files of the
+// mount without asking (no OPEN, FLUSH or RELEASE), keeping their pages
+// until the feed's invalidation or, without a live feed, until their size
+// or modification time changes (AUTO_INVAL_DATA). A READ then reads the file
+// as the vfs shows it at that moment (no per-descriptor snapshot; ENOENT or
+// ESTALE for a file gone since it was opened).
+//
 // Mounting needs Linux (/dev/fuse) or macOS (macFUSE); elsewhere Mount fails
 // with ErrUnavailable, and ToErrno and Options still build for the callers
 // that map vfs errors or carry options on every platform.
@@ -89,7 +98,7 @@ type Options struct {
 	// AllowOther lets users other than the mounting one use the mount
 	// (needs user_allow_other in /etc/fuse.conf unless root).
 	AllowOther bool
-	// Debug logs every FUSE request.
+	// Debug logs every FUSE request and reply to Logger, at level Debug.
 	Debug bool
 	// Logger receives errors the kernel cannot be told about (nil: discard).
 	Logger *slog.Logger

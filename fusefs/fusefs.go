@@ -36,6 +36,9 @@ type mount struct {
 	log  *slog.Logger
 	base time.Duration // kernel cache time without a live feed
 	live time.Duration // kernel cache time while every store's feed is live
+	// noOpen: the mount is read-only and the kernel stops sending OPEN,
+	// FLUSH and RELEASE once they are answered ENOSYS (see Mount).
+	noOpen bool
 }
 
 // ttl is how long the kernel may cache an entry or attributes given now.
@@ -65,6 +68,7 @@ func Mount(dir string, v *vfs.FS, opts Options) (*Server, error) {
 		}
 	}
 	root := &node{v: v, log: log, m: m}
+	ro := v.ReadOnly()
 	o := &fs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -83,8 +87,27 @@ func Mount(dir string, v *vfs.FS, opts Options) (*Server, error) {
 		UID: uint32(os.Getuid()),
 		GID: uint32(os.Getgid()),
 	}
-	srv, err := fs.Mount(dir, root, o)
+	if opts.Debug {
+		o.MountOptions.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	}
+	if ro {
+		// The kernel refuses every write (EROFS) before asking us.
+		o.MountOptions.Options = append(o.MountOptions.Options, "ro")
+	}
+	// fs.Mount, with a look at what the kernel offered (INIT is answered
+	// inside NewServer) before the first request is served.
+	srv, err := fuse.NewServer(fs.NewNodeFS(root, o), dir, &o.MountOptions)
 	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	// A mount with nothing writable needs no per-descriptor state: OPEN
+	// is answered ENOSYS, after which the kernel opens files of this
+	// mount without asking (and without RELEASE), keeping their pages
+	// (FOPEN_KEEP_CACHE) until an invalidation or a change of size or
+	// modification time (AUTO_INVAL_DATA) drops them.
+	m.noOpen = ro && srv.KernelSettings().Flags64()&fuse.CAP_NO_OPEN_SUPPORT != 0
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
 	}
 	out := &Server{dir: dir, srv: srv, root: root}
@@ -341,8 +364,12 @@ type handle struct{ h *vfs.Handle }
 // Open implements fs.NodeOpener. The kernel keeps the file's page cache
 // from the last open (FOPEN_KEEP_CACHE) when the file shows the same store
 // content as when the cache was filled; a read-only open needs no flush at
-// close (FOPEN_NOFLUSH: the release ends it).
+// close (FOPEN_NOFLUSH: the release ends it). On a read-only mount Open
+// answers ENOSYS: the kernel then never asks again (see Mount).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if n.m.noOpen {
+		return nil, 0, syscall.ENOSYS
+	}
 	h, err := n.v.Open(ctx, n.path(), int(flags))
 	if err != nil {
 		return nil, 0, n.errno(err)
@@ -386,9 +413,32 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h, ok := f.(*handle)
 	if !ok {
+		if n.m.noOpen {
+			return n.readUnopened(ctx, dest, off)
+		}
 		return nil, syscall.EBADF
 	}
 	c, err := h.h.ReadAt(ctx, dest, off)
+	if err != nil && err != io.EOF {
+		return nil, n.errno(err)
+	}
+	return fuse.ReadResultData(dest[:c]), 0
+}
+
+// readUnopened reads on a mount without OPEN: the file as the vfs shows it
+// now, through a handle that lives for this request only (nothing waits
+// for a RELEASE). A file gone or renamed since the kernel looked it up is
+// ESTALE, as on a network file system.
+func (n *node) readUnopened(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h, err := n.v.Open(ctx, n.path(), os.O_RDONLY)
+	if err != nil {
+		if e := n.errno(err); e != syscall.ENOENT {
+			return nil, e
+		}
+		return nil, syscall.ESTALE
+	}
+	defer h.Release()
+	c, err := h.ReadAt(ctx, dest, off)
 	if err != nil && err != io.EOF {
 		return nil, n.errno(err)
 	}
@@ -408,10 +458,15 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 	return uint32(c), n.errno(err)
 }
 
-// Flush implements fs.NodeFlusher: close(2) uploads a changed file.
+// Flush implements fs.NodeFlusher: close(2) uploads a changed file. On a
+// mount without OPEN it answers ENOSYS, after which the kernel sends no
+// FLUSH at all.
 func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	h, ok := f.(*handle)
 	if !ok {
+		if n.m.noOpen {
+			return syscall.ENOSYS
+		}
 		return 0
 	}
 	err := h.h.Flush(ctx)

@@ -50,17 +50,26 @@ func fuseUsable() string {
 // ends.
 func mount(tb testing.TB, cfg vfs.Config) (*fusefs.Server, string) {
 	tb.Helper()
+	return mountWith(tb, cfg, fusefs.Options{})
+}
+
+// mountWith is mount with opts (a nil opts.Logger logs warnings to tb).
+func mountWith(tb testing.TB, cfg vfs.Config, opts fusefs.Options) (*fusefs.Server, string) {
+	tb.Helper()
 	if why := fuseUsable(); why != "" {
 		tb.Skip("FUSE unavailable: " + why)
 	}
 	log := slog.New(slog.NewTextHandler(tWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
 	v, err := vfs.New(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	dir := tb.TempDir()
-	srv, err := fusefs.Mount(dir, v, fusefs.Options{Logger: log})
+	srv, err := fusefs.Mount(dir, v, opts)
 	if err != nil {
 		tb.Fatalf("mount (FUSE should work on this machine; set up /dev/fuse or skip with -short): %v", err)
 	}

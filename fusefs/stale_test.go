@@ -5,15 +5,21 @@ package fusefs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/fusefs"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/vfs"
 	"github.com/trovehq/trove/vfs/vfstest"
@@ -85,14 +91,52 @@ func (c countingStream) FollowChanges(ctx context.Context, storeID string, after
 	return c.c.FollowChanges(ctx, storeID, after, fn, connected)
 }
 
+// requestCounter counts the FUSE requests of each operation in go-fuse's
+// debug log (Options.Debug): lines "rx <unique>: <OP> n<node> ...".
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *requestCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *requestCounter) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *requestCounter) WithGroup(string) slog.Handler            { return c }
+func (c *requestCounter) Handle(_ context.Context, r slog.Record) error {
+	f := strings.Fields(r.Message)
+	// Not go-fuse's own poll probe at mount (node ^uint64(0)).
+	if len(f) >= 4 && f[0] == "rx" && f[3] != fmt.Sprintf("n%d", ^uint64(0)) {
+		c.mu.Lock()
+		c.n[f[2]]++
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *requestCounter) get(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[op]
+}
+
 // TestMountStaleness: with the listing refresh and the kernel's cache
 // bounds at an hour, a remote edit, create, rename and delete show through
 // the mount within staleBound, over a local database and over a server
 // (server-sent events), while an unchanged file read again is served by
-// the kernel's page cache (no read reaches the store).
+// the kernel's page cache (no read reaches the store). "ro" mounts the
+// store read-only: the kernel then opens files without asking the daemon
+// (no OPEN, FLUSH or RELEASE after the first open), keeps their pages
+// until an invalidation, and refuses writes with EROFS.
 func TestMountStaleness(t *testing.T) {
-	for _, how := range []string{"local", "http"} {
-		t.Run(how, func(t *testing.T) {
+	for _, tc := range []struct {
+		how string
+		ro  bool
+	}{{"local", false}, {"http", false}, {"local", true}, {"http", true}} {
+		name := tc.how
+		if tc.ro {
+			name = "ro/" + tc.how
+		}
+		how := tc.how
+		t.Run(name, func(t *testing.T) {
 			be := backend(t)
 			ctx := be.Ctx
 			st, err := be.Services.CreateStore(ctx, trove.CreateStoreParams{Name: "s"})
@@ -114,8 +158,16 @@ func TestMountStaleness(t *testing.T) {
 			}
 			// No content cache in the vfs: a read that reaches the mount
 			// reads the store.
-			srv, dir := mount(t, vfs.Config{Services: mounted, Principal: trove.PrincipalFrom(ctx),
-				Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "s"}}, Refresh: time.Hour, CacheBytes: -1})
+			reqs := &requestCounter{n: map[string]int{}}
+			cfg := vfs.Config{Services: mounted, Principal: trove.PrincipalFrom(ctx),
+				Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "s", ReadOnly: tc.ro}}, Refresh: time.Hour, CacheBytes: -1}
+			var srv *fusefs.Server
+			var dir string
+			if tc.ro {
+				srv, dir = mountWith(t, cfg, fusefs.Options{Debug: true, Logger: slog.New(reqs)})
+			} else {
+				srv, dir = mount(t, cfg)
+			}
 			root := filepath.Join(dir, "s")
 			read := func(name string) (string, error) {
 				b, err := os.ReadFile(filepath.Join(root, name))
@@ -158,6 +210,28 @@ func TestMountStaleness(t *testing.T) {
 			if n := svc.gets.Load() - before; n != 0 {
 				t.Errorf("re-reading an unchanged file read the store %d times", n)
 			}
+			if tc.ro {
+				// The first open was answered ENOSYS, the first close's
+				// flush too: nothing after them reaches the daemon.
+				if o, f, r := reqs.get("OPEN"), reqs.get("FLUSH"), reqs.get("RELEASE"); o != 1 || f != 1 || r != 0 {
+					t.Errorf("read-only mount: %d OPEN, %d FLUSH, %d RELEASE requests after 5 reads; want 1, 1, 0", o, f, r)
+				}
+				for what, err := range map[string]error{
+					"write":    os.WriteFile(filepath.Join(root, "same.md"), []byte("x"), 0o644),
+					"create":   os.WriteFile(filepath.Join(root, "c.md"), []byte("x"), 0o644),
+					"mkdir":    os.Mkdir(filepath.Join(root, "d"), 0o755),
+					"remove":   os.Remove(filepath.Join(root, "same.md")),
+					"rename":   os.Rename(filepath.Join(root, "same.md"), filepath.Join(root, "b.md")),
+					"truncate": os.Truncate(filepath.Join(root, "same.md"), 0),
+				} {
+					if !errors.Is(err, syscall.EROFS) {
+						t.Errorf("%s on a read-only mount: %v, want EROFS", what, err)
+					}
+				}
+				if s, err := read("same.md"); err != nil || s != "unchanged" {
+					t.Fatalf("same.md after refused writes: %q %v", s, err)
+				}
+			}
 
 			if _, err := read("new.md"); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("new.md before it exists: %v", err) // a cached miss
@@ -184,6 +258,16 @@ func TestMountStaleness(t *testing.T) {
 				return errors.Is(errOld, os.ErrNotExist) && s == "v1, longer"
 			})
 
+			// Read-only: a descriptor open across the delete below. (On a
+			// read-write mount an open file stays in the tree until
+			// closed, as a file this mount may still write.)
+			var held *os.File
+			if tc.ro {
+				if held, err = os.Open(filepath.Join(root, "new.md")); err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+			}
 			m, err := be.Services.ListMemories(ctx, st.ID, trove.ListMemoriesParams{PathPrefix: "/", Limit: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -200,6 +284,16 @@ func TestMountStaleness(t *testing.T) {
 				_, err := os.Stat(filepath.Join(root, "new.md"))
 				return errors.Is(err, os.ErrNotExist)
 			})
+			// No descriptor state: the pages and attributes went with
+			// the delete, so the read finds the file gone (ENOENT from
+			// the attributes, or ESTALE from the read).
+			if tc.ro {
+				buf := make([]byte, 10)
+				c, err := held.ReadAt(buf, 0)
+				if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESTALE) {
+					t.Errorf("read of a descriptor whose file went: %q %v, want ENOENT or ESTALE", buf[:c], err)
+				}
+			}
 
 			// The last memory below dir/ goes: so does the directory.
 			if _, err := os.Stat(filepath.Join(root, "dir")); err != nil {

@@ -50,7 +50,13 @@ func (n *node) load(ctx context.Context) error {
 	}
 	m, err := n.s.t.Get(ctx, n.id, trove.ViewFull)
 	if err != nil {
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			n.s.learn(n.id, n.path) // the listing dropped it
+		}
 		return storeErr(err)
+	}
+	if m.SHA256 != n.baseSHA || m.Path != memPath(n.path) {
+		n.s.learn(n.id, n.path) // the listing took the newer state
 	}
 	if m.Content != nil {
 		n.data = []byte(*m.Content)

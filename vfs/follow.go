@@ -107,23 +107,43 @@ func (s *store) follow(ctx context.Context, cs trove.ChangeService, onChange fun
 	}
 }
 
+// learn records that reading memory id's content (listed at rel) brought
+// its listing entry up to date, or dropped it, before the change feed told
+// of the change: when the feed's event comes, the listing shows it already,
+// yet the callers of Follow, which may cache what they saw before the read
+// (the kernel: the old size and time), were never told.
+func (s *store) learn(id, rel string) { s.learnt.Store(id, rel) }
+
 // applyChange brings the listing up to date with c and returns the FS
-// names whose entries changed (nil when the listing showed c already).
+// names whose entries changed (nil when the listing showed c already, as
+// after this mount's own writes, unless a read learnt it first: see learn).
 func (s *store) applyChange(ctx context.Context, c trove.Change) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
 		return nil // the next operation lists the store afresh
 	}
-	old, known := s.t.CachedByID(c.MemoryID)
-	switch {
-	case c.Redacted:
+	if c.Redacted {
 		// A redacted version is no memory's current one: nothing to show.
 		return nil
+	}
+	// Names a read learnt without telling: the one the memory was listed
+	// at before, with the directories above it.
+	var out []string
+	v, learnt := s.learnt.LoadAndDelete(c.MemoryID)
+	if learnt {
+		out = s.withParents(out, v.(string))
+	}
+	old, known := s.t.CachedByID(c.MemoryID)
+	switch {
 	case c.Operation == trove.OpDeleted && !known:
-		return nil
+		return out
 	case c.Operation != trove.OpDeleted && known && old.Path == c.Path && old.SHA256 == c.SHA256:
-		return nil // this mount's own write, or a change already listed
+		// This mount's own write, or a change already listed.
+		if learnt && old.Path != memPath(v.(string)) {
+			out = s.withParents(out, strings.TrimPrefix(old.Path, "/"))
+		}
+		return out
 	}
 	// The change may be older than what the store holds now: read the
 	// memory's current state rather than trusting c.
@@ -133,7 +153,6 @@ func (s *store) applyChange(ctx context.Context, c trove.Change) []string {
 		s.invalidate()
 		return []string{""}
 	}
-	var out []string
 	if known {
 		rel := strings.TrimPrefix(old.Path, "/")
 		out = append(out, s.name(rel))
@@ -144,11 +163,17 @@ func (s *store) applyChange(ctx context.Context, c trove.Change) []string {
 		}
 	}
 	if m != nil && (!known || m.Path != old.Path || m.SHA256 != old.SHA256) {
-		rel := strings.TrimPrefix(m.Path, "/")
-		out = append(out, s.name(rel))
-		for d := parentOf(rel); d != ""; d = parentOf(d) {
-			out = append(out, s.name(d)) // a directory that may be new
-		}
+		out = s.withParents(out, strings.TrimPrefix(m.Path, "/"))
+	}
+	return out
+}
+
+// withParents appends the FS names of rel and of the directories above it
+// to out.
+func (s *store) withParents(out []string, rel string) []string {
+	out = append(out, s.name(rel))
+	for d := parentOf(rel); d != ""; d = parentOf(d) {
+		out = append(out, s.name(d))
 	}
 	return out
 }

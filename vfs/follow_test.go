@@ -3,9 +3,11 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,3 +146,99 @@ func ptr[T any](v T) *T { return &v }
 // sorted returns names in order: one change's names may be reported in
 // more than one call, so their order is not part of the contract.
 func sorted(names []string) []string { return slices.Sorted(slices.Values(names)) }
+
+// gatedFeed is core whose change listings, once hold is set, wait until
+// gate is closed: the test decides when the feed delivers.
+type gatedFeed struct {
+	trove.Services
+	gate chan struct{}
+	hold atomic.Bool
+}
+
+func (g *gatedFeed) ListChanges(ctx context.Context, storeID string, p trove.ListChangesParams) (*trove.ChangeBatch, error) {
+	if g.hold.Load() {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Services.(trove.ChangeService).ListChanges(ctx, storeID, p)
+}
+
+func (g *gatedFeed) WaitChanges(ctx context.Context, storeID string, after int64) (int64, error) {
+	return g.Services.(trove.ChangeService).WaitChanges(ctx, storeID, after)
+}
+
+// TestFollowAfterRead: a remote edit whose new content a read fetched
+// before the feed delivered it (the read updates the listing) is still
+// named when the feed delivers it: whoever cached the file's old size and
+// time from the listing must hear of it. Likewise a remote delete found by
+// a read.
+func TestFollowAfterRead(t *testing.T) {
+	be := backend(t)
+	ctx := be.Ctx
+	st, err := be.Services.CreateStore(ctx, trove.CreateStoreParams{Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := be.Services.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/d/a.md", Content: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedFeed{Services: be.Services, gate: make(chan struct{})}
+	v, err := vfs.New(ctx, vfs.Config{Services: g, Stores: []vfs.StoreConfig{{StoreID: st.ID, Name: "s"}}, Refresh: time.Hour, CacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make(chan string, 100)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- v.Follow(fctx, func(n string) { names <- n }) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if n := <-names; n != "" {
+		t.Fatalf("first name %q, want the \"\" of going live", n)
+	}
+	g.hold.Store(true)
+	if _, err := v.Stat(ctx, "s/d/a.md"); err != nil { // loads the listing
+		t.Fatal(err)
+	}
+	read := func() (string, error) {
+		h, err := v.Open(ctx, "s/d/a.md", os.O_RDONLY)
+		if err != nil {
+			return "", err
+		}
+		defer h.Release()
+		b := make([]byte, 100)
+		c, err := h.ReadAt(ctx, b, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		return string(b[:c]), nil
+	}
+	if _, err := be.Services.UpdateMemory(ctx, st.ID, a.ID, trove.UpdateMemoryParams{Content: ptr("a, edited")}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := read(); err != nil || s != "a, edited" {
+		t.Fatalf("read after the remote edit: %q %v", s, err)
+	}
+	if err := be.Services.DeleteMemory(ctx, st.ID, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := read(); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("read after the remote delete: %v, want ErrNotExist", err)
+	}
+	close(g.gate) // the feed delivers the edit and the delete now
+	var got []string
+	for !slices.Contains(got, "s/d/a.md") || !slices.Contains(got, "s/d") {
+		select {
+		case n := <-names:
+			got = append(got, n)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the feed named %q, want s/d/a.md and s/d", got)
+		}
+	}
+}

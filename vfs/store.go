@@ -40,6 +40,10 @@ type store struct {
 	hidden   map[string]bool  // rel paths not listed because they cannot be local names, reported
 	refused  map[string]error // rel path → refusal at a close, for the next fsync
 	live     atomic.Bool      // the change feed is connected: the listing follows it (follow.go)
+	// learnt: memory ID → the rel path it was listed at, for memories
+	// whose listing entry a content read brought up to date before the
+	// change feed told of the change (see store.learn).
+	learnt sync.Map
 }
 
 func newStore(f *FS, id, slug string, ro bool) *store {

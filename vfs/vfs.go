@@ -285,6 +285,17 @@ func New(ctx context.Context, cfg Config) (*FS, error) {
 // Refresh returns the listing cache bound.
 func (f *FS) Refresh() time.Duration { return f.refresh }
 
+// ReadOnly reports whether nothing in the tree can be written: every store
+// is read-only (the root always is).
+func (f *FS) ReadOnly() bool {
+	for _, s := range f.stores {
+		if !s.ro {
+			return false
+		}
+	}
+	return true
+}
+
 // StoreDirs returns the store directory names, in configuration order, with
 // their store IDs.
 func (f *FS) StoreDirs() map[string]string {

@@ -35,6 +35,14 @@ since it was opened, close fails with ESTALE and the written bytes are saved
 next to it as <stem>.conflict-<id8>-<UTC time><ext>. Other writers' changes
 appear within --refresh.
 
+When every store is ":ro", the whole mount is read-only (mounted "ro": any
+write fails with EROFS) and the kernel opens its files without asking trove,
+serving a file read before from its page cache until the store changes it:
+the cheapest reads a mount can give. A change reaches the mount through the
+server's change feed (or, without one, within about twice --refresh); a
+descriptor open across a change reads the new content, and one whose file
+went away or moved fails (ENOENT or ESTALE).
+
 The store is on the server or database every client command uses (see
 trove status): --url or --data, TROVE_URL or TROVE_DATA, or trove login.
 Runs until SIGINT/SIGTERM, then unmounts and ends the session. Needs FUSE:

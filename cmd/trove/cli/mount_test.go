@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -211,5 +212,57 @@ func TestMountUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want failure mentioning %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestMountReadOnly: with every store ":ro" the whole mount is read-only
+// (the kernel refuses every write with EROFS), files read before are served
+// by the kernel, and another writer's edit shows through the mount within
+// the change feed's latency (here, with a 10 s margin and --refresh at an
+// hour, only the feed can show it).
+func TestMountReadOnly(t *testing.T) {
+	if why := sessionrun.FUSEAvailable(); why != "" {
+		t.Skip("FUSE unavailable: " + why)
+	}
+	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
+	svc := serveData(t, data)
+	dir := t.TempDir()
+	stop := startMount(t, 1, "--store", "Notes:ro", "--refresh", "1h", dir)
+	p := filepath.Join(dir, "notes", "todo.md")
+	for range 2 {
+		if b, err := os.ReadFile(p); err != nil || string(b) != "- buy tea\n" {
+			t.Fatalf("read: %q %v", b, err)
+		}
+	}
+	if err := os.WriteFile(p, []byte("- buy milk\n"), 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("write: %v, want EROFS", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes", "new.md"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("create: %v, want EROFS", err)
+	}
+	wctx := workspaceCtx()
+	pg, err := svc.ListMemories(wctx, ids["Notes"], trove.ListMemoriesParams{})
+	if err != nil || len(pg.Data) != 1 {
+		t.Fatalf("list: %v %v", pg, err)
+	}
+	theirs := "- buy coffee\n"
+	if _, err := svc.UpdateMemory(wctx, ids["Notes"], pg.Data[0].Memory.ID, trove.UpdateMemoryParams{Content: &theirs}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, err := os.ReadFile(p)
+		if err == nil && string(b) == theirs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote edit did not show within 10 s: %q %v", b, err)
+		}
+	}
+	if code, stderr := stop(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	std, _ := storeContents(t, data, ids["Notes"])
+	if std["/todo.md"] != theirs {
+		t.Errorf("store: %q", std["/todo.md"])
 	}
 }
