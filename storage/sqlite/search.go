@@ -45,14 +45,6 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
 	}
-	if t.stores != nil { // a Write: index its own changes first (migration 0010)
-		if err := t.check(ctx); err != nil {
-			return nil, err
-		}
-		if err := syncSearch(t.q, t.stmts); err != nil {
-			return nil, err
-		}
-	}
 	var w whereBuilder
 	w.add("memories_search MATCH ?", ftsQuery(p.Query))
 	if len(p.StoreIDs) > 0 {

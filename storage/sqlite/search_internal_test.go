@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -169,115 +168,5 @@ func TestSearchSurvivesVacuum(t *testing.T) {
 		if diff := cmp.Diff(want, searchPaths(t, db, q)); diff != "" {
 			t.Errorf("after VACUUM and writes, %s (-want +got):\n%s", q, diff)
 		}
-	}
-}
-
-// TestSearchIndexedPerGroup: the index is applied once per group commit
-// (migration 0010) and stays exact: a group of queued Writes that insert,
-// update out of rowid order, delete, reuse a deleted rowid, fail (their
-// changes must not be indexed) and search inside the Write (which must see
-// its own changes and the group's earlier ones) leaves the index matching
-// memories, and the queue empty.
-func TestSearchIndexedPerGroup(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := openInternal(t, Options{})
-	mem := func(i int, content string) *trove.Memory {
-		return &trove.Memory{ID: fmt.Sprintf("mem_%03d", i), StoreID: "memstore_g", Path: fmt.Sprintf("/m%03d", i),
-			Content: &content, VersionID: "v", CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	}
-	if err := db.Write(ctx, func(tx storage.Tx) error {
-		if err := tx.StoreInsert(ctx, &trove.Store{ID: "memstore_g", WorkspaceID: "w", Name: "g", Metadata: map[string]string{}}); err != nil {
-			return err
-		}
-		for i := range 10 {
-			if err := tx.MemoryInsert(ctx, mem(i, fmt.Sprintf("old%d common", i))); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	release, wait := blockCommitter(t, db)
-	var seen []string
-	writes := []func(storage.Tx) error{
-		func(tx storage.Tx) error { return tx.MemoryUpdate(ctx, mem(7, "new7 common")) },
-		func(tx storage.Tx) error { return tx.MemoryUpdate(ctx, mem(2, "new2 common")) },
-		func(tx storage.Tx) error { return tx.MemoryDelete(ctx, "memstore_g", mem(9, "").ID) }, // the highest rowid
-		func(tx storage.Tx) error { return tx.MemoryInsert(ctx, mem(10, "fresh10 common")) },   // may reuse its rowid
-		func(tx storage.Tx) error {
-			if err := tx.MemoryInsert(ctx, mem(11, "failed11 common")); err != nil {
-				return err
-			}
-			return tx.MemoryUpdate(ctx, mem(99, "no such memory")) // ENOTFOUND: the Write fails
-		},
-		func(tx storage.Tx) error {
-			if err := tx.MemoryInsert(ctx, mem(12, "own12 common")); err != nil {
-				return err
-			}
-			for _, w := range []string{`"own12"`, `"new7"`, `"old7"`} {
-				sq, err := trove.ParseSearchQuery(w)
-				if err != nil {
-					return err
-				}
-				hits, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "w", Query: sq})
-				if err != nil {
-					return err
-				}
-				for _, h := range hits {
-					seen = append(seen, w+":"+h.Memory.Path)
-				}
-			}
-			return nil
-		},
-		func(tx storage.Tx) error { return tx.MemoryUpdate(ctx, mem(0, "new0 common")) },
-	}
-	errs := make([]error, len(writes))
-	var wg sync.WaitGroup
-	for i, fn := range writes {
-		wg.Go(func() { errs[i] = db.Write(ctx, fn) })
-		waitQueued(t, db, i+1) // queued in this order
-	}
-	release()
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if wantFail := i == 4; (err != nil) != wantFail {
-			t.Errorf("Write %d: %v", i, err)
-		}
-	}
-	if diff := cmp.Diff([]string{`"own12":/m012`, `"new7":/m007`}, seen); diff != "" {
-		t.Errorf("MemorySearch inside the group's Write (-want +got):\n%s", diff)
-	}
-	want := map[string][]string{
-		`"new7"`: {"memstore_g:/m007"}, `"old7"`: {}, `"new2"`: {"memstore_g:/m002"}, `"old2"`: {},
-		`"old9"`: {}, `"fresh10"`: {"memstore_g:/m010"}, `"failed11"`: {}, `"own12"`: {"memstore_g:/m012"},
-		`"new0"`: {"memstore_g:/m000"}, `"old0"`: {}, `"old5"`: {"memstore_g:/m005"},
-	}
-	for q, w := range want {
-		if diff := cmp.Diff(w, searchPaths(t, db, q)); diff != "" {
-			t.Errorf("search %s (-want +got):\n%s", q, diff)
-		}
-	}
-	var common []string
-	for i := range 13 {
-		if i != 9 && i != 11 {
-			common = append(common, fmt.Sprintf("memstore_g:/m%03d", i))
-		}
-	}
-	if diff := cmp.Diff(common, searchPaths(t, db, `"common"`)); diff != "" {
-		t.Errorf("search common (-want +got):\n%s", diff)
-	}
-	if err := db.Read(ctx, func(rtx storage.Tx) error {
-		var n int
-		if err := rtx.(*tx).q.QueryRowContext(ctx, `SELECT count(*) FROM memories_search_queue`).Scan(&n); err != nil || n != 0 {
-			return fmt.Errorf("queue holds %d rows (%v), want 0", n, err)
-		}
-		return nil
-	}); err != nil {
-		t.Error(err)
 	}
 }

@@ -580,10 +580,6 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 		}
 		return true
 	}
-	if err := syncSearch(db.wconn, db.wstmts); err != nil {
-		db.abort(batch, err)
-		return true
-	}
 	if _, err := db.execW("COMMIT"); err != nil {
 		db.abort(batch, translate(err))
 		return true
@@ -653,10 +649,6 @@ func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 		if _, err := c.ExecContext(bg, "ROLLBACK"); err != nil {
 			db.log.Error("sqlite: rollback of an empty group failed", "err", err)
 		}
-		return fnFailed
-	}
-	if err := syncSearch(db.wconn, db.wstmts); err != nil {
-		db.abort(batch, err)
 		return fnFailed
 	}
 	if _, err := db.execW("COMMIT"); err != nil {
