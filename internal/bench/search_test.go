@@ -192,11 +192,9 @@ func load(b *testing.B, a *api, c *corpus, storeID string) {
 	})
 }
 
-// dropSearchIndex removes the search index (migration 0007's table, and
-// the triggers 0010 made) from the SQLite database at path (closed),
-// leaving every other table as is: the same schema without the search
-// index. 0010's queue table stays, empty: the committer still looks it
-// up once per group commit, a cost counted on both sides.
+// dropSearchIndex removes migration 0007's index and triggers from the
+// SQLite database at path (closed), leaving every other table as is: the
+// same schema without the search index.
 func dropSearchIndex(b *testing.B, path string) {
 	b.Helper()
 	raw, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()+"?_busy_timeout=5000")
