@@ -14,7 +14,13 @@ import (
 
 // ftsVariants are the search index shapes BenchmarkSearchIndexCeiling
 // compares, as the statements that create them over the bare tables of
-// ceilingSchema ("" is no index at all).
+// ceilingSchema ("" is no index at all) and, for "deferred", the
+// statements run before each COMMIT: 0007's table, its triggers only
+// queueing rowids, the queue applied once per transaction (FTS5 writes a
+// segment at every statement savepoint, which each memories write with a
+// trigger opens; see docs/perf/search.md). "bare-fts" drops the UNINDEXED
+// columns, "bare-fts-ascii" also the Unicode tokenizer (neither is usable
+// by Trove: they show what those parts cost).
 var ftsVariants = []struct{ name, schema, flush string }{
 	{"none", "", ""},
 	{"0007", `CREATE VIRTUAL TABLE memories_search USING fts5(
