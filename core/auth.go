@@ -178,20 +178,22 @@ func checkOperator(ctx context.Context, workspaceID string) error {
 // is not read again; see RevokeKey and EndSession for what that means for
 // revocation.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Principal, error) {
-	if len(secret) > 256 {
+	if len(secret) > maxSecretLen {
 		return nil, errBadCredential()
 	}
-	hash := sha256.Sum256([]byte(secret))
+	var buf [maxSecretLen]byte // hashed from the stack: no allocation per request
+	hash := sha256.Sum256(append(buf[:0], secret...))
 	now := s.clock()
 	cached, gen := s.authc.get(hash, now)
 	if cached != nil {
 		return cached, nil
 	}
 	var out *trove.Principal
+	key := append([]byte(nil), hash[:]...) // a copy for the lookups, so that hash stays on the stack on a hit
 	switch {
 	case strings.HasPrefix(secret, APIKeyPrefix):
 		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
-			k, err := tx.KeyGetByHash(ctx, hash[:])
+			k, err := tx.KeyGetByHash(ctx, key)
 			if err != nil {
 				return err
 			}
@@ -209,7 +211,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 		}
 	case strings.HasPrefix(secret, SessionTokenPrefix):
 		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
-			se, err := tx.SessionGetByTokenHash(ctx, hash[:])
+			se, err := tx.SessionGetByTokenHash(ctx, key)
 			if err != nil {
 				return err
 			}
@@ -236,6 +238,10 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 	s.authc.put(hash, out, gen, now)
 	return out, nil
 }
+
+// maxSecretLen is the longest bearer secret Authenticate looks up; longer
+// ones are refused unread.
+const maxSecretLen = 256
 
 // errBadCredential is the error for an unknown or malformed credential (built
 // only when needed: Authenticate's hit path allocates nothing for it).

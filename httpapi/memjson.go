@@ -102,7 +102,12 @@ func (s *Server) writeMemory(w http.ResponseWriter, m *trove.Memory) error {
 	b.buf.Write(appendMemoryJSON(b.buf.AvailableBuffer(), m))
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(b.buf.Len())}
+	if rec, ok := w.(*recorder); ok {
+		rec.length[0] = strconv.Itoa(b.buf.Len())
+		h["Content-Length"] = rec.length[:]
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(b.buf.Len())}
+	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.buf.Bytes())
 	if b.buf.Cap() <= 1<<20 {

@@ -13,9 +13,16 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 
-	mu   sync.RWMutex
-	obs  map[metricKey]prometheus.Observer
-	ctrs map[metricKey]prometheus.Counter
+	// series caches each (route, status)'s pair of series (metricKey →
+	// *metricSeries), so that the hot path neither allocates nor takes a
+	// lock: a sync.Map's loads of keys it has are lock-free.
+	series sync.Map
+}
+
+// metricSeries are one route and status's series.
+type metricSeries struct {
+	latency  prometheus.Observer
+	requests prometheus.Counter
 }
 
 type metricKey struct {
@@ -34,8 +41,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "HTTP request latency, by route and status.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "status"}),
-		obs:  map[metricKey]prometheus.Observer{},
-		ctrs: map[metricKey]prometheus.Counter{},
 	}
 	// A registry shared by two servers keeps the first server's collectors.
 	if err := reg.Register(m.requests); err != nil {
@@ -51,21 +56,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// observe records one request; label lookups are cached per route and
-// status so the hot path does not allocate.
+// observe records one request; the label lookups are cached per route
+// and status.
 func (m *metrics) observe(route string, status int, d time.Duration) {
 	k := metricKey{route, status}
-	m.mu.RLock()
-	o, c := m.obs[k], m.ctrs[k]
-	m.mu.RUnlock()
-	if o == nil {
+	v, ok := m.series.Load(k)
+	if !ok {
 		st := strconv.Itoa(status)
-		o = m.latency.WithLabelValues(route, st)
-		c = m.requests.WithLabelValues(route, st)
-		m.mu.Lock()
-		m.obs[k], m.ctrs[k] = o, c
-		m.mu.Unlock()
+		v, _ = m.series.LoadOrStore(k, &metricSeries{latency: m.latency.WithLabelValues(route, st), requests: m.requests.WithLabelValues(route, st)})
 	}
-	c.Inc()
-	o.Observe(d.Seconds())
+	ms := v.(*metricSeries)
+	ms.requests.Inc()
+	ms.latency.Observe(d.Seconds())
 }

@@ -286,12 +286,18 @@ func NewServer(cfg Config) *Server {
 // the response's write deadline at its first byte.
 type recorder struct {
 	http.ResponseWriter
-	rc      *http.ResponseController
-	write   time.Duration // Timeouts.Write
+	rc      http.ResponseController // of ResponseWriter
+	write   time.Duration           // Timeouts.Write
 	status  int
 	route   string
 	started bool // the write deadline is armed
 	linger  bool // the body was refused unread: drain it after the answer (refuseBody)
+
+	// Values of the response headers ServeHTTP and dispatch set, held
+	// here so that they cost no allocation of their own: the recorder
+	// lives as long as the request, and net/http copies the header map
+	// when the response starts.
+	rid, workspace, length [1]string
 }
 
 // start arms the write deadline once, when the response begins. An error
@@ -373,24 +379,27 @@ func (e *statusRefusal) Error() string { return e.msg }
 // disconnects.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rid := trove.NewID(trove.PrefixRequest, start)
-	w.Header().Set("Request-Id", rid)
-	rc := http.NewResponseController(w)
+	rec := &recorder{ResponseWriter: w, rc: *http.NewResponseController(w), write: s.limits.Write, route: "unmatched"}
+	rid := newRequestID(start)
+	rec.rid[0] = rid
+	w.Header()["Request-Id"] = rec.rid[:] // canonical key: what Header.Set stores
 	if r.ContentLength != 0 {
 		// Unknown (-1, chunked) or declared: the body must arrive in time.
 		// decodeBody lifts the deadline once it has the body, so that a
 		// slow handler's context is not cancelled by net/http's read of
 		// the next request.
-		_ = rc.SetReadDeadline(start.Add(s.limits.Body))
+		_ = rec.rc.SetReadDeadline(start.Add(s.limits.Body))
+		if r.ProtoMajor == 1 {
+			// Until the response starts, writes net/http makes on the
+			// handler's behalf (100 Continue, only for a body) are
+			// bounded too. Not on HTTP/2, where an expired deadline resets
+			// the stream even with nothing to write. Without a body
+			// net/http writes nothing before the response, whose first
+			// byte arms the deadline (recorder.start; for a handler that
+			// writes nothing, the deferred call below).
+			_ = rec.rc.SetWriteDeadline(start.Add(s.limits.Body + s.limits.Write))
+		}
 	}
-	if r.ProtoMajor == 1 {
-		// Until the response starts, writes net/http makes on the
-		// handler's behalf (100 Continue) are bounded too. Not on HTTP/2,
-		// where an expired deadline resets the stream even with nothing
-		// to write.
-		_ = rc.SetWriteDeadline(start.Add(s.limits.Body + s.limits.Write))
-	}
-	rec := &recorder{ResponseWriter: w, rc: rc, write: s.limits.Write, route: "unmatched"}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -401,6 +410,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(rec, r, trove.Errorf(trove.EINTERNAL, "panic: %v", v))
 			}
 		}
+		// A handler that wrote nothing: net/http writes its empty 200
+		// after this returns, within the write deadline too.
+		rec.start()
 		d := time.Since(start)
 		s.metrics.observe(rec.route, rec.status, d)
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
@@ -462,7 +474,12 @@ func (s *Server) dispatch(rt *route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			w.Header().Set("Anthropic-Workspace-Id", p.WorkspaceID)
+			if rec, isRec := w.(*recorder); isRec {
+				rec.workspace[0] = p.WorkspaceID
+				w.Header()["Anthropic-Workspace-Id"] = rec.workspace[:] // canonical key, as Header.Set
+			} else {
+				w.Header().Set("Anthropic-Workspace-Id", p.WorkspaceID)
+			}
 			if ws := r.Header.Get("Anthropic-Workspace-Id"); ws != "" && ws != p.WorkspaceID {
 				s.writeError(w, r, trove.Errorf(trove.EFORBIDDEN,
 					"anthropic-workspace-id %q does not match the credential's workspace", ws))
