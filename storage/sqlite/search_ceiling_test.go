@@ -7,9 +7,10 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trovehq/trove/internal/loadgen"
 )
 
 // ftsVariants are the search index shapes BenchmarkSearchIndexCeiling
@@ -109,12 +110,6 @@ func ceilingText(r *rand.Rand, z *rand.Zipf, vocab []string, i int) string {
 	}
 	s := b.String()
 	return s[:min(len(s), 1024)]
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkSearchIndexCeiling: what FTS5 in modernc.org/sqlite costs with
@@ -238,10 +233,10 @@ func BenchmarkSearchIndexCeiling(b *testing.B) {
 				b.ResetTimer()
 				for range b.N * rounds {
 					for _, s := range sides {
-						t0, c0 := time.Now(), cpuTime()
+						t0, c0 := time.Now(), loadgen.ProcessCPU()
 						write(s, perRound, group, op == "create")
 						s.wall += time.Since(t0)
-						s.cpu += cpuTime() - c0
+						s.cpu += loadgen.ProcessCPU() - c0
 						s.n += perRound
 					}
 				}
