@@ -3,10 +3,8 @@ package sqlite_test
 import (
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -94,24 +92,6 @@ CREATE INDEX versions_by_store ON versions (store_id, created_at DESC, id DESC);
 CREATE INDEX versions_by_memory ON versions (memory_id, created_at DESC, id DESC);
 `
 
-// ceilingText is about 1 KiB of Zipf-distributed made-up words, as in
-// internal/bench's corpus.
-func ceilingText(r *rand.Rand, z *rand.Zipf, vocab []string, i int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Note %d\n\n", i)
-	for b.Len() < 1012 {
-		for k := range 8 {
-			if k > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(vocab[z.Uint64()])
-		}
-		b.WriteString(".\n")
-	}
-	s := b.String()
-	return s[:min(len(s), 1024)]
-}
-
 // BenchmarkSearchIndexCeiling: what FTS5 in modernc.org/sqlite costs with
 // nothing of Trove around it. One connection (WAL, synchronous=FULL, as
 // the driver's writer) writes memory rows and their version rows into the
@@ -125,29 +105,10 @@ func ceilingText(r *rand.Rand, z *rand.Zipf, vocab []string, i int) string {
 //	go test -run '^$' -bench SearchIndexCeiling -benchtime 1x ./storage/sqlite/
 func BenchmarkSearchIndexCeiling(b *testing.B) {
 	const rounds, perRound, preload = 5, 1000, 2000
-	vocab := func() []string {
-		const cons, vows = "bdfgklmnprstvz", "aeiou"
-		r := rand.New(rand.NewPCG(1, 2))
-		seen := map[string]bool{}
-		var out []string
-		for len(out) < 5000 {
-			var w strings.Builder
-			for range 2 + r.IntN(3) {
-				w.WriteByte(cons[r.IntN(len(cons))])
-				w.WriteByte(vows[r.IntN(len(vows))])
-			}
-			if s := w.String(); !seen[s] {
-				seen[s] = true
-				out = append(out, s)
-			}
-		}
-		return out
-	}()
-	r := rand.New(rand.NewPCG(3, 4))
-	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	corpus := loadgen.NewCorpus() // internal/bench's texts
 	texts := make([]string, 2*(preload+rounds*perRound))
 	for i := range texts {
-		texts[i] = ceilingText(r, z, vocab, i)
+		texts[i] = corpus.Text(i)
 	}
 	for _, op := range []string{"create", "update"} {
 		for _, group := range []int{1, 16} {
