@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,6 +331,25 @@ func (e *env) memoryByPath(t *testing.T, storeID, p string) *trove.Memory {
 }
 
 // plainClient is an HTTP client that does not follow redirects.
+// postForm POSTs form to u with the console session cookie token, as a
+// script outside the page would (no CSRF token unless form holds one), and
+// returns the answer's status.
+func postForm(t *testing.T, u, token string, form url.Values) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", u, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: console.CookieName, Value: token})
+	resp, err := plainClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func plainClient() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

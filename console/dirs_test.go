@@ -92,16 +92,8 @@ func testDirectories(t *testing.T, bctx context.Context) {
 	c := tb.cookie(t, e.url)
 	for _, p := range []string{"/dir/rename", "/dir/delete"} {
 		form := url.Values{"dir": {"/kept/notes"}, "to": {"/elsewhere"}, "confirm": {"/kept/notes"}}
-		req, _ := http.NewRequest("POST", storeURL+p, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: "trove_console", Value: c.Value})
-		resp, err := plainClient().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("POST %s without a CSRF token: %d, want 403", p, resp.StatusCode)
+		if code := postForm(t, storeURL+p, c.Value, form); code != http.StatusForbidden {
+			t.Errorf("POST %s without a CSRF token: %d, want 403", p, code)
 		}
 	}
 	want(a, "/kept/notes/a.md")

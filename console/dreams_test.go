@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -171,16 +172,9 @@ func testDreams(t *testing.T, bctx context.Context) {
 	}
 	tb.waitDreamStatus(t, e.url+"/console/dreams/"+id2, "running")
 	// A cancel without the page's CSRF token is refused and changes nothing.
-	req, _ := http.NewRequest("POST", e.url+"/console/dreams/"+id2+"/cancel", strings.NewReader("csrf=guess"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: "trove_console", Value: tb.cookie(t, e.url).Value})
-	resp, err := plainClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if d, err := e.api.GetDream(ctx, id2); resp.StatusCode != http.StatusForbidden || err != nil || d.Status != trove.DreamRunning {
-		t.Fatalf("cancel without CSRF token: %d; dream %+v, %v", resp.StatusCode, d, err)
+	code := postForm(t, e.url+"/console/dreams/"+id2+"/cancel", tb.cookie(t, e.url).Value, url.Values{"csrf": {"guess"}})
+	if d, err := e.api.GetDream(ctx, id2); code != http.StatusForbidden || err != nil || d.Status != trove.DreamRunning {
+		t.Fatalf("cancel without CSRF token: %d; dream %+v, %v", code, d, err)
 	}
 	tb.run(t, "cancel", submit("#cancel-dream button"), waitVisible("#notice"))
 	if got := tb.text(t, "#dream-status"); got != "canceled" {

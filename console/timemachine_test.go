@@ -229,16 +229,8 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 	c := tb.cookie(t, e.url)
 	for _, p := range []struct{ path string }{{"/fork"}, {"/rollback"}} {
 		form := url.Values{"name": {"csrf-less"}, "at": {before}, "actor": {sess.ID}, "since": {before}, "force": {"yes"}}
-		req, _ := http.NewRequest("POST", storeURL+p.path, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: "trove_console", Value: c.Value})
-		resp, err := plainClient().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("POST %s without a CSRF token: %d, want 403", p.path, resp.StatusCode)
+		if code := postForm(t, storeURL+p.path, c.Value, form); code != http.StatusForbidden {
+			t.Errorf("POST %s without a CSRF token: %d, want 403", p.path, code)
 		}
 	}
 	if e.storeByName(t, "csrf-less") != nil {
