@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -24,19 +22,7 @@ func TestMigration0010SameSearchValues(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	c := adminConn(t)
-	q := []string{"SET LOCAL search_path TO " + schema,
-		`CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
-	ents, err := os.ReadDir("migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range ents[:9] {
-		b, err := os.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		q = append(q, string(b), fmt.Sprintf(`INSERT INTO schema_version (version, name) VALUES (%d, '%s')`, i+1, e.Name()))
-	}
+	q := schemaAt(t, schema, 9)
 	q = append(q,
 		`INSERT INTO stores (id, workspace_id, name, created_at, updated_at) VALUES ('memstore_a', 'w', 'a', now(), now())`,
 		`INSERT INTO memories (id, store_id, path, content, size_bytes, sha256, version_id, created_at, updated_at) VALUES

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +71,28 @@ func newSchema(t testing.TB) string {
 		}
 	})
 	return name
+}
+
+// schemaAt returns the statements that bring the empty schema to version
+// (the first version migration files applied and recorded as the driver
+// records them): a database as an older trove left it, for migration tests
+// to fill and then migrate.
+func schemaAt(t testing.TB, schema string, version int) []string {
+	t.Helper()
+	q := []string{"SET LOCAL search_path TO " + schema,
+		`CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	ents, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range ents[:version] {
+		b, err := os.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q = append(q, string(b), fmt.Sprintf(`INSERT INTO schema_version (version, name) VALUES (%d, '%s')`, i+1, e.Name()))
+	}
+	return q
 }
 
 // openDB opens the driver on a fresh schema, migrated, with a small pool.
