@@ -44,6 +44,7 @@ type memState struct {
 	dreams   map[string]trove.Dream
 	heads    map[string][]byte                 // store ID → the chain hash of its newest version
 	consoles map[string]storage.ConsoleSession // by string(token hash)
+	jobs     map[string]storage.Job            // by kind + "/" + key
 }
 
 func newMemDriver() *memDriver {
@@ -54,6 +55,7 @@ func newMemDriver() *memDriver {
 		events: map[string][]trove.SessionEvent{}, dreams: map[string]trove.Dream{},
 		heads:    map[string][]byte{},
 		consoles: map[string]storage.ConsoleSession{},
+		jobs:     map[string]storage.Job{},
 	}}
 }
 
@@ -82,6 +84,7 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 		events: maps.Clone(d.st.events), dreams: maps.Clone(d.st.dreams),
 		heads:    maps.Clone(d.st.heads),
 		consoles: maps.Clone(d.st.consoles),
+		jobs:     maps.Clone(d.st.jobs),
 	}
 	if err := fn(&memTx{st: c}); err != nil {
 		return err

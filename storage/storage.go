@@ -230,6 +230,27 @@ type Tx interface {
 	// ExpiresAt is before now, and every one signed in with the API key
 	// revokedKeyID when it is not "".
 	ConsoleSessionDeleteExpired(ctx context.Context, now time.Time, revokedKeyID string) error
+
+	// Jobs: a small durable work queue with leases, shared by runners that
+	// must survive a dead node (the session agent loop; webhook deliveries
+	// later). A job is (Kind, Key), e.g. ("session_run", sesn_…).
+	//
+	// JobWake makes the job pending (creating it) and bumps its WakeSeq, so
+	// a runner holding it knows there is new work since its claim.
+	JobWake(ctx context.Context, kind, key string, now time.Time) error
+	// JobClaim takes the lease of one pending job of kind whose lease is
+	// free or expired at now, the least recently woken first: LeaseOwner
+	// becomes owner, LeaseExpiresAt until, Attempts grows by one. ENOTFOUND
+	// when none is claimable. Two transactions never claim the same job.
+	JobClaim(ctx context.Context, kind, owner string, now, until time.Time) (*Job, error)
+	// JobRenew extends owner's lease on the job to until. ECONFLICT when
+	// owner no longer holds it (expired and claimed by another, or
+	// released); ENOTFOUND for an unknown job.
+	JobRenew(ctx context.Context, kind, key, owner string, until time.Time) (*Job, error)
+	// JobRelease releases owner's lease; the job stays pending unless done
+	// is true and its WakeSeq is still wakeSeq (no wake since the caller
+	// read it). ECONFLICT when owner does not hold the lease.
+	JobRelease(ctx context.Context, kind, key, owner string, wakeSeq int64, done bool) error
 }
 
 // EventListParams filters EventList.
@@ -274,6 +295,17 @@ type SearchPosition struct {
 type MemorySearchHit struct {
 	Memory trove.Memory
 	Score  float64
+}
+
+// Job is one entry of the durable job queue (see Tx.JobClaim).
+type Job struct {
+	Kind, Key      string
+	Pending        bool
+	WakeSeq        int64 // grows at every JobWake
+	LeaseOwner     string
+	LeaseExpiresAt *time.Time
+	Attempts       int64
+	WokenAt        time.Time
 }
 
 // ConsoleSession is a browser sign-in to the console: the API key it was

@@ -55,6 +55,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"DreamList", testDreamList},
 		{"DreamClaim", testDreamClaim},
 		{"ConsoleSessions", testConsoleSessions},
+		{"Jobs", testJobs},
 		{"WriteReturnsFnErrorAndRollsBack", testWriteFnError},
 		{"WriteErrorIsolation", testWriteIsolation},
 		{"WriteCancelledContext", testWriteCancelled},
