@@ -45,6 +45,7 @@ var forbidden = map[string][]string{
 	"internal/pgtest":      {"/..."},
 	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
 	"internal/claudetest":  {"/..."},
+	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream"},
 }
 
 // testKits are conformance suites and test helpers that only tests may

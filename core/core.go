@@ -60,6 +60,7 @@ type Service struct {
 	owners     storeOwners
 	feed       feedHub       // wakes the change feed's waiters
 	changePoll time.Duration // Options.ChangePoll with its default
+	runs       signal        // wakes the session agent loop (session_runs.go)
 }
 
 var (
