@@ -54,12 +54,16 @@ func testJobs(t *testing.T, d storage.Driver) {
 	}
 	// A wake during n1's claim: its release with done keeps the job pending.
 	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobWake(ctx, "test_run", "a", secs(6)) })
-	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobRelease(ctx, "test_run", "a", "n1", 1, true) })
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		return tx.JobRelease(ctx, "test_run", "a", "n1", 1, true)
+	})
 	j, err = claim("n3", 7)
 	if err != nil || j.Key != "a" || j.WakeSeq != 2 || j.Attempts != 2 {
 		t.Fatalf("claim after a wake during the previous claim = %+v, %v; want job a at wake 2", j, err)
 	}
-	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobRelease(ctx, "test_run", "a", "n3", 2, true) })
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		return tx.JobRelease(ctx, "test_run", "a", "n3", 2, true)
+	})
 	if err := do(func(tx storage.Tx) error { return tx.JobRelease(ctx, "test_run", "a", "n3", 2, true) }); trove.ErrorCode(err) != trove.ECONFLICT {
 		t.Errorf("second release: %v, want ECONFLICT", err)
 	}
@@ -75,7 +79,9 @@ func testJobs(t *testing.T, d storage.Driver) {
 		t.Errorf("release by the lease's previous owner: %v, want ECONFLICT", err)
 	}
 	// Released without done: still pending.
-	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobRelease(ctx, "test_run", "b", "n4", 1, false) })
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		return tx.JobRelease(ctx, "test_run", "b", "n4", 1, false)
+	})
 	if j, err := claim("n5", 41); err != nil || j.Key != "b" {
 		t.Fatalf("claim after a release without done = %+v, %v; want b", j, err)
 	}
