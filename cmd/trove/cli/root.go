@@ -56,6 +56,7 @@ func commands(e *env) []*cobra.Command {
 		newDiffCmd(e),
 		newRollbackCmd(e),
 		newAuditCmd(e),
+		newWorkerCmd(e),
 	}
 }
 
