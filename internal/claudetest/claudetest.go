@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ToolUse is one tool call of a planned turn.
@@ -40,6 +41,9 @@ type Turn struct {
 	Status   int
 	Hold     chan struct{} `json:"-"`
 	Reached  chan struct{} `json:"-"`
+	// Delay makes the answer wait this long (the model's latency in
+	// benchmarks).
+	Delay time.Duration `json:"-"`
 }
 
 // Request is one request the server got.
@@ -150,6 +154,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-turn.Hold:
 		case <-r.Context().Done():
+			return
+		}
+	}
+	if turn.Delay > 0 {
+		t := time.NewTimer(turn.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
 			return
 		}
 	}

@@ -44,6 +44,7 @@ type serveConfig struct {
 	limits                     trove.Limits     // every field set and valid (resolveLimits)
 	db                         dbOptions        // resolved by resolveDBOptions
 	dreams                     dreamConfig
+	sessionLoop                sessionLoopConfig
 	console                    bool   // serve the web console under /console/
 	consoleSecureCookie        bool   // console cookie Secure on plain HTTP (behind a TLS proxy)
 	tlsCert, tlsKey            string // serve HTTPS with this pair (both or neither)
@@ -244,6 +245,9 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 			if err := c.dreams.check(); err != nil {
 				return err
 			}
+			if err := c.sessionLoop.check(); err != nil {
+				return err
+			}
 			return runServe(e, c)
 		},
 	}
@@ -269,6 +273,7 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	}
 	f.DurationVar(&c.limits.VersionRetention, retentionFlag, c.limits.VersionRetention, "delete versions older than this, except each live memory's current one (env "+retentionEnv+")")
 	addDreamFlags(f, &c.dreams)
+	addSessionLoopFlags(f, &c.sessionLoop)
 	return cmd
 }
 
@@ -376,6 +381,11 @@ func runServe(e *env, c serveConfig) error {
 		return err
 	}
 	defer stopDreams() // before b.close: the runner records how its dreams ended
+	stopSessions, err := startSessionLoop(c.sessionLoop, c.dreams, b.svc, log)
+	if err != nil {
+		return err
+	}
+	defer stopSessions()
 
 	retCtx, stopRetention := context.WithCancel(context.Background())
 	retDone := make(chan struct{})
