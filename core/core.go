@@ -60,6 +60,9 @@ type Service struct {
 	owners     storeOwners
 	feed       feedHub       // wakes the change feed's waiters
 	changePoll time.Duration // Options.ChangePoll with its default
+	events     feedHub       // wakes WaitEvents' waiters, by session ID
+	eventPoll  time.Duration // WaitEvents' poll: changePoll, or notifiedEventPoll with a notifier
+	hook       EventHook     // SetEventHook's
 }
 
 var (
@@ -84,6 +87,11 @@ func New(d storage.Driver, o Options) *Service {
 	}
 	if vn, ok := d.(storage.VersionNotifier); ok {
 		vn.NotifyVersions(s.feed.notify)
+	}
+	s.eventPoll = s.changePoll
+	if en, ok := d.(storage.EventNotifier); ok {
+		en.NotifyEvents(s.events.notify)
+		s.eventPoll = max(s.changePoll, notifiedEventPoll)
 	}
 	return s
 }
