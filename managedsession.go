@@ -32,8 +32,8 @@ type ManagedSession struct {
 	// AgentID and AgentVersion pin the agent version the session runs:
 	// an agent reference is resolved to its version at creation, and a
 	// later version of the agent does not change the session.
-	AgentID      string
-	AgentVersion int64
+	AgentID       string
+	AgentVersion  int64
 	EnvironmentID string
 	Usage         SessionUsage
 	// ActiveSeconds is the time spent running, summed over every turn
