@@ -37,6 +37,10 @@ type SessionEvent struct {
 	Body        string
 	CreatedBy   Actor
 	ProcessedAt time.Time
+	// RefID is the event ID of the tool use a result or confirmation
+	// answers (tool_use_id, custom_tool_use_id), set by core; "" for other
+	// events.
+	RefID string
 }
 
 // NewSessionEvent is one event to append: its type and its other members
@@ -51,6 +55,12 @@ type NewSessionEvent struct {
 type ListEventsParams struct {
 	Limit  int // 0 means the default (20)
 	Cursor string
+
+	Order         string    // "" or "asc": oldest first; "desc": newest first
+	Types         []string  // only these event types; empty: any
+	CreatedAt     TimeRange // inclusive bounds on processed_at
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time // exclusive bounds on processed_at
 }
 
 // EventService keeps session transcripts.
@@ -68,4 +78,44 @@ type EventService interface {
 	// ListEvents pages a session's transcript oldest first. A session
 	// credential may read its own session only.
 	ListEvents(ctx context.Context, sessionID string, p ListEventsParams) (*Page[SessionEvent], error)
+}
+
+// Managed Agents event types beyond EventTypes: what a client sends to a
+// managed session and what the agent loop appends.
+const (
+	EventUserInterrupt        = "user.interrupt"
+	EventUserToolConfirmation = "user.tool_confirmation"
+	EventUserToolResult       = "user.tool_result"
+	EventUserDefineOutcome    = "user.define_outcome"
+	EventSystemMessage        = "system.message"
+
+	EventSessionStatusRunning     = "session.status_running"
+	EventSessionStatusIdle        = "session.status_idle"
+	EventSessionStatusRescheduled = "session.status_rescheduled"
+	EventSessionStatusTerminated  = "session.status_terminated"
+	EventSessionError             = "session.error"
+	EventSessionDeleted           = "session.deleted"
+	EventSessionUpdated           = "session.updated"
+	EventSessionUsage             = "session.usage"
+	EventSpanModelRequestStart    = "span.model_request_start"
+	EventSpanModelRequestEnd      = "span.model_request_end"
+)
+
+// SendEventTypes are the events a client may send to a managed session
+// (POST /v1/sessions/{id}/events): the SDK's send union minus what the
+// agent loop cannot honour (user.define_outcome, system.message are
+// refused by name).
+var SendEventTypes = []string{
+	EventUserMessage, EventUserInterrupt, EventUserToolConfirmation,
+	EventUserCustomToolResult, EventUserToolResult,
+}
+
+// AgentEventTypes are the events only the agent loop appends to a managed
+// session (core's AppendAgentEvents), never a client.
+var AgentEventTypes = []string{
+	EventAgentMessage, EventAgentThinking, EventAgentToolUse, EventAgentToolResult,
+	EventAgentCustomToolUse,
+	EventSessionStatusRunning, EventSessionStatusIdle, EventSessionStatusRescheduled,
+	EventSessionStatusTerminated, EventSessionError, EventSessionUpdated, EventSessionUsage,
+	EventSpanModelRequestStart, EventSpanModelRequestEnd,
 }

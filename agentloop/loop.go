@@ -72,7 +72,13 @@ type Backend interface {
 	ClaimSessionRun(ctx context.Context, owner string, lease time.Duration) (*core.SessionRun, error)
 	RenewSessionRun(ctx context.Context, sessionID, owner string, lease time.Duration) error
 	ReleaseSessionRun(ctx context.Context, sessionID, owner string, wakeSeq int64, done bool) error
+	// SessionRunsWoken returns a channel closed when this process may have
+	// woken a run; TakeSessionRunWake says (and clears) whether it did.
 	SessionRunsWoken() <-chan struct{}
+	TakeSessionRunWake() bool
+	// EnsureWork queues work for the session's environment (its worker
+	// runs the agent toolset) unless it has live work.
+	EnsureWork(ctx context.Context, sessionID string) error
 	// Load returns the session's spec and its whole transcript, oldest
 	// first.
 	Load(ctx context.Context, sessionID string) (*Spec, []trove.SessionEvent, error)
@@ -177,24 +183,37 @@ func (r *Runner) Run(ctx context.Context) {
 	for range r.cfg.Workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				woken := r.be.SessionRunsWoken()
 				ran, err := r.RunOnce(ctx)
 				if err != nil && ctx.Err() == nil {
 					r.log.Error("session runner", "err", err)
 				}
 				if !ran {
-					t := time.NewTimer(r.cfg.Poll)
-					select {
-					case <-ctx.Done():
-					case <-woken:
-					case <-t.C:
-					}
-					t.Stop()
+					r.wait(ctx)
 				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// wait returns when this process woke a run, after Poll, or when ctx
+// ends.
+func (r *Runner) wait(ctx context.Context) {
+	t := time.NewTimer(r.cfg.Poll)
+	defer t.Stop()
+	for {
+		woken := r.be.SessionRunsWoken()
+		if r.be.TakeSessionRunWake() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		case <-woken:
+		}
+	}
 }
 
 // Causes of a run's cancellation.
@@ -299,7 +318,16 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 		}
 		switch {
 		case len(c.open) > 0:
-			// Waiting for tool results: say so once.
+			// Waiting for tool results: a worker must be there for the
+			// toolset's, and the status says so once.
+			for _, u := range c.open {
+				if !u.custom {
+					if err := r.be.EnsureWork(ctx, sessionID); err != nil {
+						return false, err
+					}
+					break
+				}
+			}
 			if spec.Status != statusIdle {
 				ids := make([]string, len(c.open))
 				for i, u := range c.open {

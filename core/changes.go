@@ -131,6 +131,17 @@ func (s *Service) writeStore(ctx context.Context, op, storeID string, fn func(st
 type feedHub struct {
 	mu    sync.Mutex
 	chans map[string]chan struct{}
+	any   chan struct{} // closed at every notify (waitAny)
+}
+
+// waitAny returns a channel closed at the next notify of any key.
+func (h *feedHub) waitAny() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.any == nil {
+		h.any = make(chan struct{})
+	}
+	return h.any
 }
 
 // wait returns a channel closed at the next notify of storeID (or "").
@@ -152,6 +163,10 @@ func (h *feedHub) wait(storeID string) <-chan struct{} {
 func (h *feedHub) notify(storeID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.any != nil {
+		close(h.any)
+		h.any = nil
+	}
 	if storeID == "" {
 		for id, ch := range h.chans {
 			close(ch)

@@ -60,7 +60,10 @@ type Service struct {
 	owners     storeOwners
 	feed       feedHub       // wakes the change feed's waiters
 	changePoll time.Duration // Options.ChangePoll with its default
-	runs       signal        // wakes the session agent loop (session_runs.go)
+	runs       runWakes      // the session agent loop's wakes (session_runs.go)
+	events     feedHub       // wakes WaitEvents' waiters, by session ID
+	eventPoll  time.Duration // WaitEvents' poll: changePoll, or notifiedEventPoll with a notifier
+	hook       EventHook     // SetEventHook's
 }
 
 var (
@@ -85,6 +88,11 @@ func New(d storage.Driver, o Options) *Service {
 	}
 	if vn, ok := d.(storage.VersionNotifier); ok {
 		vn.NotifyVersions(s.feed.notify)
+	}
+	s.eventPoll = s.changePoll
+	if en, ok := d.(storage.EventNotifier); ok {
+		en.NotifyEvents(s.events.notify)
+		s.eventPoll = max(s.changePoll, notifiedEventPoll)
 	}
 	return s
 }

@@ -13,6 +13,10 @@ import (
 
 var _ trove.EventService = (*Service)(nil)
 
+// acceptedEventTypes are the types AppendEvents takes for some session.
+var acceptedEventTypes = slices.Concat(trove.EventTypes,
+	[]string{trove.EventUserInterrupt, trove.EventUserToolConfirmation, trove.EventUserToolResult})
+
 // kindEvent is the cursor kind of a transcript listing: the last Seq seen.
 const kindEvent = "e"
 
@@ -45,8 +49,12 @@ func (s *Service) AppendEvents(ctx context.Context, sessionID string, events []t
 	bodies := make([]string, len(events))
 	var total int64
 	for i, e := range events {
-		if !slices.Contains(trove.EventTypes, e.Type) {
-			return nil, trove.Errorf(trove.EINVALID, "events[%d].type must be one of %v, got %q", i, trove.EventTypes, e.Type)
+		switch e.Type {
+		case trove.EventUserDefineOutcome, trove.EventSystemMessage:
+			return nil, trove.Errorf(trove.EINVALID, "events[%d].type %q is not supported: Trove's agent loop does not run outcomes or client system messages", i, e.Type)
+		}
+		if !slices.Contains(trove.EventTypes, e.Type) && !slices.Contains(trove.SendEventTypes, e.Type) {
+			return nil, trove.Errorf(trove.EINVALID, "events[%d].type must be one of %v, got %q", i, acceptedEventTypes, e.Type)
 		}
 		b, err := s.eventBody(e.Body)
 		if err != nil {
@@ -57,38 +65,51 @@ func (s *Service) AppendEvents(ctx context.Context, sessionID string, events []t
 	}
 	var out []trove.SessionEvent
 	err = s.write(ctx, "AppendEvents", func(tx storage.Tx) error {
-		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)
+		se, err := tx.SessionLock(ctx, pr.WorkspaceID, sessionID)
 		if err != nil {
 			return err
 		}
-		if se.EndedAt != nil {
-			return trove.Errorf(trove.EINVALID, "session %s has ended; its transcript is closed", sessionID)
-		}
-		n, bytes, err := tx.EventStats(ctx, sessionID)
-		if err != nil {
-			return err
-		}
-		if n+len(events) > s.limits.MaxSessionEvents {
-			return trove.Errorf(trove.EINVALID, "a session's transcript holds at most %d events; it has %d and %d more were sent", s.limits.MaxSessionEvents, n, len(events))
-		}
-		if bytes+total > s.limits.MaxSessionEventBytes {
-			return trove.Errorf(trove.EINVALID, "a session's transcript holds at most %d bytes; it has %d and %d more were sent", s.limits.MaxSessionEventBytes, bytes, total)
-		}
-		now := s.now()
-		out = make([]trove.SessionEvent, len(events))
-		for i, e := range events {
-			out[i] = trove.SessionEvent{
-				ID:          trove.NewID(trove.PrefixEvent, now),
-				SessionID:   sessionID,
-				Seq:         int64(n + i + 1),
-				Type:        e.Type,
-				Body:        bodies[i],
-				CreatedBy:   pr.Actor,
-				ProcessedAt: now,
+		var refs []string
+		if se.Managed != nil {
+			for i, e := range events {
+				if !slices.Contains(trove.SendEventTypes, e.Type) {
+					return trove.Errorf(trove.EINVALID, "events[%d].type %q cannot be sent to a managed session: its agent loop appends agent events; send one of %v", i, e.Type, trove.SendEventTypes)
+				}
+			}
+			if refs, err = s.checkSend(ctx, tx, se, events, bodies); err != nil {
+				return err
+			}
+		} else {
+			for i, e := range events {
+				if !slices.Contains(trove.EventTypes, e.Type) {
+					return trove.Errorf(trove.EINVALID, "events[%d].type %q needs a managed session (one with an agent); this session's transcript takes %v", i, e.Type, trove.EventTypes)
+				}
+			}
+			if se.EndedAt != nil {
+				return trove.Errorf(trove.EINVALID, "session %s has ended; its transcript is closed", sessionID)
 			}
 		}
-		return tx.EventInsert(ctx, out)
+		n, err := s.checkTranscript(ctx, tx, sessionID, len(events), total)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		nes := make([]trove.NewSessionEvent, len(events))
+		for i, e := range events {
+			nes[i] = trove.NewSessionEvent{Type: e.Type, Body: bodies[i]}
+		}
+		out = s.newEvents(sessionID, n, pr.Actor, now, nes)
+		for i := range refs {
+			out[i].RefID = refs[i]
+		}
+		if err := tx.EventInsert(ctx, out); err != nil {
+			return err
+		}
+		return s.runHook(ctx, tx, se, out)
 	})
+	if err == nil {
+		s.events.notify(sessionID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +142,10 @@ func (s *Service) eventBody(body string) (string, error) {
 	return string(b), nil
 }
 
-// ListEvents pages a session's transcript oldest first. A session
-// credential may read its own session only (EFORBIDDEN). EINVALID for a
-// bad limit or cursor; ENOTFOUND for an unknown session.
+// ListEvents pages a session's transcript, oldest first (p.Order "desc":
+// newest first), only p.Types when set, within p's processed_at bounds. A
+// session credential may read its own session only (EFORBIDDEN). EINVALID
+// for a bad limit, order, type or cursor; ENOTFOUND for an unknown session.
 func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.ListEventsParams) (*trove.Page[trove.SessionEvent], error) {
 	pr, err := principal(ctx)
 	if err != nil {
@@ -136,23 +158,33 @@ func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.List
 	if err != nil {
 		return nil, err
 	}
-	var after int64
+	var pos int64
 	if p.Cursor != "" {
 		c, err := decodeCursor(p.Cursor, kindEvent)
 		if err != nil {
 			return nil, err
 		}
-		after, err = strconv.ParseInt(c.I, 10, 64)
-		if err != nil || after < 0 {
+		pos, err = strconv.ParseInt(c.I, 10, 64)
+		if err != nil || pos < 0 {
 			return nil, errBadCursor()
 		}
+	}
+	lp := storage.EventListParams{SessionID: sessionID, Limit: limit + 1, Types: p.Types,
+		CreatedAt: p.CreatedAt, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
+	switch p.Order {
+	case "", "asc":
+		lp.AfterSeq = pos
+	case "desc":
+		lp.Desc, lp.BeforeSeq = true, pos
+	default:
+		return nil, trove.Errorf(trove.EINVALID, "order must be \"asc\" or \"desc\", got %q", p.Order)
 	}
 	var rows []trove.SessionEvent
 	err = s.read(ctx, "ListEvents", func(tx storage.Tx) error {
 		if _, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID); err != nil {
 			return err
 		}
-		rows, err = tx.EventList(ctx, storage.EventListParams{SessionID: sessionID, AfterSeq: after, Limit: limit + 1})
+		rows, err = tx.EventList(ctx, lp)
 		return err
 	})
 	if err != nil {

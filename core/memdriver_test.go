@@ -408,28 +408,85 @@ func (t *memTx) KeyRevoke(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
+// memCloneSession copies s deeply (the managed part, metadata, stores).
+func memCloneSession(s trove.Session) trove.Session {
+	s.Stores = slices.Clone(s.Stores)
+	s.Metadata = maps.Clone(s.Metadata)
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	if s.Managed != nil {
+		m := *s.Managed
+		s.Managed = &m
+	}
+	return s
+}
+
 func (t *memTx) SessionInsert(ctx context.Context, s *trove.Session, hash []byte) error {
-	c := *s
-	c.Stores = slices.Clone(s.Stores)
-	t.st.sessions[s.ID] = memSession{c, slices.Clone(hash)}
+	t.st.sessions[s.ID] = memSession{memCloneSession(*s), slices.Clone(hash)}
 	return nil
 }
 
 func (t *memTx) SessionGet(ctx context.Context, ws, id string) (*trove.Session, error) {
 	s, ok := t.st.sessions[id]
-	if !ok || s.s.WorkspaceID != ws {
+	if !ok || (ws != "" && s.s.WorkspaceID != ws) {
 		return nil, notFound("session", id)
 	}
-	c := s.s
-	c.Stores = slices.Clone(c.Stores)
+	c := memCloneSession(s.s)
 	return &c, nil
+}
+
+func (t *memTx) SessionLock(ctx context.Context, ws, id string) (*trove.Session, error) {
+	return t.SessionGet(ctx, ws, id)
+}
+
+func (t *memTx) SessionUpdate(ctx context.Context, s *trove.Session) error {
+	old, ok := t.st.sessions[s.ID]
+	if !ok {
+		return notFound("session", s.ID)
+	}
+	c := memCloneSession(old.s)
+	c.Title, c.Metadata, c.Status, c.UpdatedAt = s.Title, maps.Clone(s.Metadata), s.Status, s.UpdatedAt
+	c.EndedAt, c.ArchivedAt = s.EndedAt, s.ArchivedAt
+	if s.Managed != nil && c.Managed != nil {
+		c.Managed.Usage, c.Managed.ActiveSeconds, c.Managed.RunningSince = s.Managed.Usage, s.Managed.ActiveSeconds, s.Managed.RunningSince
+	}
+	t.st.sessions[s.ID] = memSession{c, old.hash}
+	return nil
+}
+
+func (t *memTx) SessionDelete(ctx context.Context, id string) error {
+	if _, ok := t.st.sessions[id]; !ok {
+		return notFound("session", id)
+	}
+	delete(t.st.sessions, id)
+	delete(t.st.events, id)
+	return nil
+}
+
+func (t *memTx) EventGet(ctx context.Context, sessionID, id string) (*trove.SessionEvent, error) {
+	for _, e := range t.st.events[sessionID] {
+		if e.ID == id {
+			return &e, nil
+		}
+	}
+	return nil, notFound("event", id)
+}
+
+func (t *memTx) EventListByRef(ctx context.Context, sessionID, refID string) ([]trove.SessionEvent, error) {
+	out := []trove.SessionEvent{}
+	for _, e := range t.st.events[sessionID] {
+		if e.RefID == refID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 func (t *memTx) SessionGetByTokenHash(ctx context.Context, hash []byte) (*trove.Session, error) {
 	for _, s := range t.st.sessions {
 		if bytes.Equal(s.hash, hash) {
-			c := s.s
-			c.Stores = slices.Clone(c.Stores)
+			c := memCloneSession(s.s)
 			return &c, nil
 		}
 	}
@@ -439,17 +496,39 @@ func (t *memTx) SessionGetByTokenHash(ctx context.Context, hash []byte) (*trove.
 func (t *memTx) SessionList(ctx context.Context, p storage.SessionListParams) ([]trove.Session, error) {
 	var out []trove.Session
 	for _, s := range t.st.sessions {
-		if s.s.WorkspaceID != p.WorkspaceID || !before(s.s.CreatedAt, s.s.ID, p.Before) {
+		if s.s.WorkspaceID != p.WorkspaceID {
+			continue
+		}
+		if p.Asc {
+			if p.After != nil && !before(p.After.CreatedAt, p.After.ID, &storage.Position{CreatedAt: s.s.CreatedAt, ID: s.s.ID}) {
+				continue
+			}
+		} else if !before(s.s.CreatedAt, s.s.ID, p.Before) {
 			continue
 		}
 		if p.StoreID != "" && !slices.ContainsFunc(s.s.Stores, func(a trove.SessionStore) bool { return a.StoreID == p.StoreID }) {
 			continue
 		}
-		c := s.s
-		c.Stores = slices.Clone(c.Stores)
-		out = append(out, c)
+		m := s.s.Managed
+		if p.AgentID != "" && (m == nil || m.AgentID != p.AgentID || (p.AgentVersion > 0 && m.AgentVersion != p.AgentVersion)) {
+			continue
+		}
+		if len(p.Statuses) > 0 && !slices.Contains(p.Statuses, s.s.Status) {
+			continue
+		}
+		if !p.IncludeArchived && s.s.ArchivedAt != nil {
+			continue
+		}
+		if !inRange(s.s.CreatedAt, p.CreatedAt) || (p.CreatedAfter != nil && !s.s.CreatedAt.After(*p.CreatedAfter)) ||
+			(p.CreatedBefore != nil && !s.s.CreatedAt.Before(*p.CreatedBefore)) {
+			continue
+		}
+		out = append(out, memCloneSession(s.s))
 	}
 	desc(out, func(s trove.Session) (time.Time, string) { return s.CreatedAt, s.ID })
+	if p.Asc {
+		slices.Reverse(out)
+	}
 	return limitTo(out, p.Limit), nil
 }
 
@@ -487,9 +566,24 @@ func (t *memTx) EventInsert(ctx context.Context, events []trove.SessionEvent) er
 func (t *memTx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.SessionEvent, error) {
 	out := []trove.SessionEvent{}
 	for _, e := range t.st.events[p.SessionID] {
-		if e.Seq > p.AfterSeq {
-			out = append(out, e)
+		if p.Desc {
+			if p.BeforeSeq > 0 && e.Seq >= p.BeforeSeq {
+				continue
+			}
+		} else if e.Seq <= p.AfterSeq {
+			continue
 		}
+		if len(p.Types) > 0 && !slices.Contains(p.Types, e.Type) {
+			continue
+		}
+		if !inRange(e.ProcessedAt, p.CreatedAt) || (p.CreatedAfter != nil && !e.ProcessedAt.After(*p.CreatedAfter)) ||
+			(p.CreatedBefore != nil && !e.ProcessedAt.Before(*p.CreatedBefore)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	if p.Desc {
+		slices.Reverse(out)
 	}
 	return limitTo(out, p.Limit), nil
 }

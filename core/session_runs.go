@@ -2,7 +2,8 @@ package core
 
 import (
 	"context"
-	"sync"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -10,59 +11,76 @@ import (
 )
 
 // JobSessionRun is the job kind of the session agent loop: one job per
-// agent session, woken when input the agent must answer is appended.
+// managed session, woken when input its agent must answer is appended.
 const JobSessionRun = "session_run"
 
-// SessionRun is a claimed turn of an agent session: the session's ID and
-// the wake sequence the claim saw (see ReleaseSessionRun).
+// SessionRun is a claimed run of a managed session: its ID and the wake
+// sequence the claim saw (see ReleaseSessionRun).
 type SessionRun struct {
 	SessionID string
 	WakeSeq   int64
 	Attempts  int64
 }
 
-// signal is a broadcast: Wait returns a channel closed at the next Notify.
-type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
+// runWakes tells this process's runners that a session run was woken. The
+// event hook (inside the append's transaction) sets pending; the append's
+// commit notifies the events hub, whose waitAny channel the runners wait on.
+type runWakes struct{ pending atomic.Bool }
 
-func (s *signal) Wait() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
+// SessionRunsWoken returns a channel closed at the next commit of an
+// event append in this process; TakeSessionRunWake then says whether one
+// of them woke a run. Runners wait on it besides polling (which is what
+// another node's wakes need).
+func (s *Service) SessionRunsWoken() <-chan struct{} {
+	if s.runs.pending.Load() {
+		c := make(chan struct{})
+		close(c)
+		return c
 	}
-	return s.ch
+	return s.events.waitAny()
 }
 
-func (s *signal) Notify() {
-	s.mu.Lock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
+// TakeSessionRunWake reports (and clears) whether a run was woken since
+// the last call.
+func (s *Service) TakeSessionRunWake() bool { return s.runs.pending.Swap(false) }
+
+// WakesAgent reports whether appending events gives a managed session's
+// agent something to answer: a user message, a tool result, a custom tool
+// result, a confirmation or an interrupt.
+func WakesAgent(events []trove.SessionEvent) bool {
+	for _, e := range events {
+		switch e.Type {
+		case trove.EventUserMessage, trove.EventUserToolResult, trove.EventUserCustomToolResult,
+			trove.EventUserInterrupt, trove.EventUserToolConfirmation:
+			return true
+		}
 	}
-	s.mu.Unlock()
+	return false
 }
 
-// SessionRunsWoken returns a channel closed the next time this process
-// wakes a session run (an append of input for an agent, or WakeSessionRun).
-// Runners wait on it besides polling, which is what another node's wakes
-// need.
-func (s *Service) SessionRunsWoken() <-chan struct{} { return s.runs.Wait() }
-
-// wakeSessionRun marks sessionID's run pending in tx; the caller notifies
-// s.runs after the commit.
-func (s *Service) wakeSessionRun(ctx context.Context, tx storage.Tx, sessionID string) error {
-	return tx.JobWake(ctx, JobSessionRun, sessionID, s.now())
+// StartSessionRuns installs the event hook that wakes a managed session's
+// run in the same transaction as the input that calls for it. trove serve
+// calls it once, before serving requests.
+func (s *Service) StartSessionRuns() {
+	s.SetEventHook(func(ctx context.Context, tx storage.Tx, se *trove.Session, evs []trove.SessionEvent) error {
+		if !WakesAgent(evs) {
+			return nil
+		}
+		if err := tx.JobWake(ctx, JobSessionRun, se.ID, s.now()); err != nil {
+			return err
+		}
+		s.runs.pending.Store(true)
+		return nil
+	})
 }
 
 // WakeSessionRun makes the session's run pending, so a runner takes its
 // next turn. No authorization: runners and core itself call it.
 func (s *Service) WakeSessionRun(ctx context.Context, sessionID string) error {
-	err := s.write(ctx, "WakeSessionRun", func(tx storage.Tx) error { return s.wakeSessionRun(ctx, tx, sessionID) })
+	err := s.write(ctx, "WakeSessionRun", func(tx storage.Tx) error { return tx.JobWake(ctx, JobSessionRun, sessionID, s.now()) })
 	if err == nil {
-		s.runs.Notify()
+		s.runs.pending.Store(true)
+		s.events.notify(sessionID)
 	}
 	return err
 }
@@ -104,21 +122,91 @@ func (s *Service) ReleaseSessionRun(ctx context.Context, sessionID, owner string
 		return tx.JobRelease(ctx, JobSessionRun, sessionID, owner, wakeSeq, done)
 	})
 	if err == nil && !done {
-		s.runs.Notify()
+		s.runs.pending.Store(true)
+		s.events.notify(sessionID)
 	}
 	return err
 }
 
-// WakesAgent reports whether appending events gives the session's agent
-// something to answer: a user message, a tool result, a custom tool
-// result or an interrupt. Core wakes the session's run in the same
-// transaction as such an append.
-func WakesAgent(events []trove.SessionEvent) bool {
-	for _, e := range events {
-		switch e.Type {
-		case "user.message", "user.tool_result", "user.custom_tool_result", "user.interrupt", "user.tool_confirmation":
-			return true
+// SessionRunState is what a runner reads of its session: the session, the
+// agent version it runs, and (when asked for) its whole transcript.
+type SessionRunState struct {
+	Session *trove.Session
+	Agent   *trove.Agent
+	Events  []trove.SessionEvent
+	// CreatorRevoked: the API key that created the session was revoked;
+	// nothing more runs for it.
+	CreatorRevoked bool
+}
+
+// LoadSessionRun reads a managed session for its runner, in one snapshot:
+// no principal (an operator function, like ClaimDream). ENOTFOUND for an
+// unknown or agent-less session.
+func (s *Service) LoadSessionRun(ctx context.Context, sessionID string, withEvents bool) (*SessionRunState, error) {
+	var st SessionRunState
+	err := s.read(ctx, "LoadSessionRun", func(tx storage.Tx) error {
+		se, err := tx.SessionGet(ctx, "", sessionID)
+		if err != nil {
+			return err
 		}
+		if se.Managed == nil {
+			return trove.Errorf(trove.ENOTFOUND, "session %s has no agent", sessionID)
+		}
+		st.Session = se
+		if st.Agent, err = tx.AgentGet(ctx, se.WorkspaceID, se.Managed.AgentID, se.Managed.AgentVersion); err != nil {
+			return err
+		}
+		if id := se.CreatedBy.APIKeyID; id != "" {
+			keys, err := tx.KeyList(ctx, se.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(keys, func(k trove.APIKey) bool { return k.ID == id })
+			st.CreatorRevoked = i < 0 || keys[i].RevokedAt != nil
+		}
+		if !withEvents {
+			return nil
+		}
+		st.Events = st.Events[:0]
+		for after := int64(0); ; {
+			page, err := tx.EventList(ctx, storage.EventListParams{SessionID: sessionID, AfterSeq: after, Limit: 1000})
+			if err != nil {
+				return err
+			}
+			st.Events = append(st.Events, page...)
+			if len(page) < 1000 {
+				return nil
+			}
+			after = page[len(page)-1].Seq
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	return false
+	return &st, nil
+}
+
+// AppendSessionRunEvents appends the runner's events (AppendAgentEvents)
+// only while owner holds the session's run (renewing the lease) and the
+// transcript's newest seq is afterSeq: ECONFLICT otherwise, and nothing
+// is appended. This is what makes a model's answer stored at most once per
+// turn: a runner that lost its lease, or whose transcript moved on (new
+// input), stores nothing.
+func (s *Service) AppendSessionRunEvents(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) ([]trove.SessionEvent, error) {
+	return s.AppendAgentEvents(ctx, sessionID, events, AgentEventsOptions{Guard: func(ctx context.Context, tx storage.Tx, se *trove.Session) error {
+		if _, err := tx.JobRenew(ctx, JobSessionRun, sessionID, owner, s.now().Add(lease)); err != nil {
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				return trove.Errorf(trove.ECONFLICT, "the run of session %s is not held by this runner", sessionID)
+			}
+			return err
+		}
+		n, _, err := tx.EventStats(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		if int64(n) != afterSeq {
+			return trove.Errorf(trove.ECONFLICT, "session %s's transcript has %d events, not %d: new input arrived", sessionID, n, afterSeq)
+		}
+		return nil
+	}})
 }

@@ -34,6 +34,10 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 	if err := notSession(pr, "create sessions"); err != nil {
 		return nil, "", err
 	}
+	md, initial, err := s.checkNewSession(&p)
+	if err != nil {
+		return nil, "", err
+	}
 	if len(p.Stores) > s.limits.MaxStoresPerSession {
 		return nil, "", trove.Errorf(trove.EINVALID, "a session can have at most %d memory stores attached, got %d", s.limits.MaxStoresPerSession, len(p.Stores))
 	}
@@ -69,6 +73,17 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 			Stores:      make([]trove.SessionStore, 0, len(attach)),
 			CreatedBy:   pr.Actor,
 			CreatedAt:   now,
+			Title:       p.Title,
+			Metadata:    md,
+			Status:      trove.SessionIdle,
+			UpdatedAt:   now,
+		}
+		if p.Agent != nil {
+			m, err := s.resolveManaged(ctx, tx, pr.WorkspaceID, &p)
+			if err != nil {
+				return err
+			}
+			se.Managed = m
 		}
 		// Lock the stores (in ID order, so concurrent sessions cannot
 		// deadlock) so that none is archived or deleted mid-attach.
@@ -98,11 +113,23 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 		if err := tx.SessionInsert(ctx, se, hashSecret(token)); err != nil {
 			return err
 		}
+		if len(initial) > 0 {
+			evs := s.newEvents(se.ID, 0, pr.Actor, now, initial)
+			if err := tx.EventInsert(ctx, evs); err != nil {
+				return err
+			}
+			if err := s.runHook(ctx, tx, se, evs); err != nil {
+				return err
+			}
+		}
 		out = se
 		return nil
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	if out.Managed != nil {
+		s.events.notify(out.ID)
 	}
 	return cloneSession(out), token, nil
 }
@@ -131,8 +158,11 @@ func (s *Service) GetSession(ctx context.Context, sessionID string) (*trove.Sess
 	var out *trove.Session
 	err = s.read(ctx, "GetSession", func(tx storage.Tx) error {
 		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)
+		if err != nil {
+			return err
+		}
 		out = se
-		return err
+		return s.fillAgents(ctx, tx, []trove.Session{*se})
 	})
 	if err != nil {
 		return nil, err
@@ -156,19 +186,45 @@ func (s *Service) ListSessions(ctx context.Context, p trove.ListSessionsParams) 
 	if err != nil {
 		return nil, err
 	}
-	before, err := decodePosition(p.Cursor)
+	pos, err := decodePosition(p.Cursor)
 	if err != nil {
 		return nil, err
 	}
+	lp := storage.SessionListParams{
+		WorkspaceID:     pr.WorkspaceID,
+		StoreID:         p.StoreID,
+		Limit:           limit + 1,
+		AgentID:         p.AgentID,
+		AgentVersion:    p.AgentVersion,
+		Statuses:        p.Statuses,
+		CreatedAt:       p.CreatedAt,
+		CreatedAfter:    p.CreatedAfter,
+		CreatedBefore:   p.CreatedBefore,
+		IncludeArchived: p.IncludeArchived,
+	}
+	switch p.Order {
+	case "", "desc":
+		lp.Before = pos
+	case "asc":
+		lp.Asc, lp.After = true, pos
+	default:
+		return nil, trove.Errorf(trove.EINVALID, "order must be \"asc\" or \"desc\", got %q", p.Order)
+	}
+	for _, st := range p.Statuses {
+		if !slices.Contains(trove.SessionStatuses, st) {
+			return nil, trove.Errorf(trove.EINVALID, "statuses must be among %v, got %q", trove.SessionStatuses, st)
+		}
+	}
+	if p.AgentVersion != 0 && p.AgentID == "" {
+		return nil, trove.Errorf(trove.EINVALID, "agent_version needs agent_id")
+	}
 	var rows []trove.Session
 	err = s.read(ctx, "ListSessions", func(tx storage.Tx) error {
-		rows, err = tx.SessionList(ctx, storage.SessionListParams{
-			WorkspaceID: pr.WorkspaceID,
-			StoreID:     p.StoreID,
-			Before:      before,
-			Limit:       limit + 1,
-		})
-		return err
+		rows, err = tx.SessionList(ctx, lp)
+		if err != nil {
+			return err
+		}
+		return s.fillAgents(ctx, tx, rows)
 	})
 	if err != nil {
 		return nil, err
@@ -196,33 +252,53 @@ func (s *Service) EndSession(ctx context.Context, sessionID string) (*trove.Sess
 	defer s.authc.dropSession(sessionID)
 	var out *trove.Session
 	err = s.write(ctx, "EndSession", func(tx storage.Tx) error {
-		se, err := tx.SessionGet(ctx, pr.WorkspaceID, sessionID)
+		se, err := tx.SessionLock(ctx, pr.WorkspaceID, sessionID)
 		if err != nil {
 			return err
 		}
-		if se.EndedAt == nil {
-			now := s.now()
-			if err := tx.SessionEnd(ctx, se.ID, now); err != nil {
-				return err
-			}
-			se.EndedAt = &now
+		if err := s.terminate(ctx, tx, se, pr.Actor, false); err != nil {
+			return err
 		}
 		out = se
 		return nil
 	})
+	s.events.notify(sessionID)
 	if err != nil {
 		return nil, err
 	}
 	return cloneSession(out), nil
 }
 
-// cloneSession returns a copy sharing nothing with se, Stores never nil.
+// cloneSession returns a copy sharing nothing with se, Stores and Metadata
+// never nil.
 func cloneSession(se *trove.Session) *trove.Session {
 	c := *se
 	c.Stores = append(make([]trove.SessionStore, 0, len(se.Stores)), se.Stores...)
-	if se.EndedAt != nil {
-		t := *se.EndedAt
-		c.EndedAt = &t
+	c.EndedAt = cloneTime(se.EndedAt)
+	c.ArchivedAt = cloneTime(se.ArchivedAt)
+	c.Metadata = maps.Clone(se.Metadata)
+	if c.Metadata == nil {
+		c.Metadata = map[string]string{}
+	}
+	if c.Status == "" {
+		c.Status = trove.SessionIdle
+	}
+	if se.Managed != nil {
+		m := *se.Managed
+		m.RunningSince = cloneTime(m.RunningSince)
+		if m.Budget != nil {
+			b := *m.Budget
+			m.Budget = &b
+		}
+		c.Managed = &m
 	}
 	return &c
+}
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := *t
+	return &v
 }

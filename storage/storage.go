@@ -160,7 +160,8 @@ type Tx interface {
 	// SessionInsert stores a session, its attached stores, and the SHA-256 of
 	// its credential.
 	SessionInsert(ctx context.Context, s *trove.Session, tokenHash []byte) error
-	// SessionGet returns a session of a workspace, or ENOTFOUND.
+	// SessionGet returns a session of a workspace ("" for any workspace),
+	// or ENOTFOUND.
 	SessionGet(ctx context.Context, workspaceID, id string) (*trove.Session, error)
 	// SessionGetByTokenHash finds a session by credential hash, or ENOTFOUND.
 	SessionGetByTokenHash(ctx context.Context, tokenHash []byte) (*trove.Session, error)
@@ -168,6 +169,18 @@ type Tx interface {
 	SessionList(ctx context.Context, p SessionListParams) ([]trove.Session, error)
 	// SessionEnd sets ended_at if it is not set yet.
 	SessionEnd(ctx context.Context, id string, at time.Time) error
+	// SessionLock is SessionGet that also serializes every other
+	// SessionLock and EventStats of the same session until this
+	// transaction ends (SELECT … FOR UPDATE).
+	SessionLock(ctx context.Context, workspaceID, id string) (*trove.Session, error)
+	// SessionUpdate replaces the mutable columns of s.ID: title, metadata,
+	// status, updated_at, ended_at, archived_at, and the managed part's
+	// usage, active seconds and running_since. ENOTFOUND for an unknown
+	// session.
+	SessionUpdate(ctx context.Context, s *trove.Session) error
+	// SessionDelete deletes a session, its attachments and its transcript;
+	// ENOTFOUND for an unknown session.
+	SessionDelete(ctx context.Context, id string) error
 
 	// EventStats returns the number of events and their total body bytes
 	// in a session's transcript, and serializes every other EventStats of
@@ -178,8 +191,15 @@ type Tx interface {
 	// EventInsert appends events (Seq, ID and ProcessedAt set by core) and
 	// adds them to the session's count and bytes (len(Body) each).
 	EventInsert(ctx context.Context, events []trove.SessionEvent) error
-	// EventList lists a session's events by Seq ascending, Seq > AfterSeq.
+	// EventList lists a session's events by Seq ascending, Seq > AfterSeq
+	// (Desc: descending, Seq < BeforeSeq when BeforeSeq > 0), with the
+	// filters of p.
 	EventList(ctx context.Context, p EventListParams) ([]trove.SessionEvent, error)
+	// EventGet returns one event of a session by ID, or ENOTFOUND.
+	EventGet(ctx context.Context, sessionID, id string) (*trove.SessionEvent, error)
+	// EventListByRef lists the session's events whose RefID is refID, by
+	// Seq ascending.
+	EventListByRef(ctx context.Context, sessionID, refID string) ([]trove.SessionEvent, error)
 
 	// DreamInsert inserts a new dream.
 	DreamInsert(ctx context.Context, d *trove.Dream) error
@@ -261,6 +281,14 @@ type EventListParams struct {
 	SessionID string
 	AfterSeq  int64
 	Limit     int
+
+	Desc      bool            // newest first
+	BeforeSeq int64           // with Desc: Seq < BeforeSeq when > 0
+	Types     []string        // only these types; empty: any
+	CreatedAt trove.TimeRange // on processed_at, inclusive bounds
+	// CreatedAfter and CreatedBefore are exclusive bounds on processed_at.
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
 }
 
 // DreamListParams filters DreamList.
@@ -388,6 +416,18 @@ type SessionListParams struct {
 	StoreID     string // only sessions with this store attached
 	Before      *Position
 	Limit       int
+
+	// Asc lists by (created_at, id) ascending, strictly after After when
+	// set (Before is then ignored).
+	Asc             bool
+	After           *Position
+	AgentID         string
+	AgentVersion    int64 // with AgentID; 0: any version
+	Statuses        []trove.SessionStatus
+	CreatedAt       trove.TimeRange // inclusive bounds
+	CreatedAfter    *time.Time      // exclusive
+	CreatedBefore   *time.Time      // exclusive
+	IncludeArchived bool
 }
 
 // Migrator is implemented by drivers with versioned schemas.
@@ -398,6 +438,19 @@ type Migrator interface {
 	// SchemaVersion returns the database's schema version and the newest
 	// version the driver knows.
 	SchemaVersion(ctx context.Context) (have, known int, err error)
+}
+
+// EventNotifier is implemented by drivers that can tell this process when
+// a commit made elsewhere (another process, another node) appended events
+// to a session's transcript or changed the session; core uses it to wake
+// WaitEvents at once. Without it core notices such commits by polling.
+type EventNotifier interface {
+	// NotifyEvents registers fn, called on a driver goroutine with the ID
+	// of a session whose transcript or row changed, once per committed
+	// transaction (possibly more often), whichever process made it. After
+	// a lost connection fn is called with "" (any session may have
+	// changed). fn must not block.
+	NotifyEvents(fn func(sessionID string))
 }
 
 // VersionNotifier is implemented by drivers that can tell this process when

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/trovehq/trove"
 )
 
 // notifyChannel is the LISTEN/NOTIFY channel VersionInsert notifies in the
@@ -23,7 +25,8 @@ const relistenDelay = time.Second
 type listener struct {
 	mu     sync.Mutex
 	fns    []func(storeID string)
-	cancel context.CancelFunc // nil until started
+	efns   []func(sessionID string) // NotifyEvents'; payloads naming a session
+	cancel context.CancelFunc       // nil until started
 	done   chan struct{}
 }
 
@@ -38,6 +41,25 @@ func (db *DB) NotifyVersions(fn func(storeID string)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.fns = append(l.fns, fn)
+	db.startListening()
+}
+
+// NotifyEvents registers fn (storage.EventNotifier): it is called with a
+// session's ID after any process or node commits events to its transcript
+// or changes its row (EventInsert, SessionUpdate and SessionDelete notify
+// the same channel as VersionInsert, with a session ID as payload), and
+// with "" after the listening connection was lost and re-established.
+func (db *DB) NotifyEvents(fn func(sessionID string)) {
+	l := &db.listen
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.efns = append(l.efns, fn)
+	db.startListening()
+}
+
+// startListening starts the listener once; l.mu is held.
+func (db *DB) startListening() {
+	l := &db.listen
 	if l.cancel != nil {
 		return
 	}
@@ -61,12 +83,22 @@ func (db *DB) stopListening() {
 	}
 }
 
-func (l *listener) deliver(storeID string) {
+// deliver calls the functions registered for id's kind: NotifyEvents' for
+// a session ID, NotifyVersions' for a store ID, every one for "".
+func (l *listener) deliver(id string) {
 	l.mu.Lock()
-	fns := l.fns
+	fns, efns := l.fns, l.efns
 	l.mu.Unlock()
-	for _, fn := range fns {
-		fn(storeID)
+	session := strings.HasPrefix(id, trove.PrefixSession)
+	if id == "" || !session {
+		for _, fn := range fns {
+			fn(id)
+		}
+	}
+	if id == "" || session {
+		for _, fn := range efns {
+			fn(id)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,27 +12,75 @@ import (
 	"github.com/trovehq/trove/storage"
 )
 
-const sessionCols = "id, workspace_id, created_by_type, created_by_id, created_at, ended_at"
+const sessionCols = `id, workspace_id, created_by_type, created_by_id, created_at, ended_at,
+	title, metadata, status, updated_at, archived_at, agent_id, agent_version, environment_id,
+	usage_input_tokens, usage_output_tokens, usage_cache_read_tokens, usage_cache_creation_tokens,
+	active_micros, running_since, budget_currency, budget_amount`
 
 func scanSession(r scanner) (*trove.Session, error) {
 	var s trove.Session
-	var typ, id string
-	var ended *time.Time
-	if err := r.Scan(&s.ID, &s.WorkspaceID, &typ, &id, &s.CreatedAt, &ended); err != nil {
+	var typ, id, meta, status, agentID, envID, budgetCur, budgetAmt string
+	var ended, archived, runningSince *time.Time
+	var active, agentVersion int64
+	var m trove.ManagedSession
+	if err := r.Scan(&s.ID, &s.WorkspaceID, &typ, &id, &s.CreatedAt, &ended,
+		&s.Title, &meta, &status, &s.UpdatedAt, &archived, &agentID, &agentVersion, &envID,
+		&m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.CacheReadInputTokens, &m.Usage.CacheCreationInputTokens,
+		&active, &runningSince, &budgetCur, &budgetAmt); err != nil {
 		return nil, err
 	}
 	s.CreatedBy = *actorFrom(&typ, &id)
 	s.CreatedAt, s.EndedAt = s.CreatedAt.UTC(), utc(ended)
+	s.Status, s.UpdatedAt, s.ArchivedAt = trove.SessionStatus(status), s.UpdatedAt.UTC(), utc(archived)
+	s.Metadata = map[string]string{}
+	if err := json.Unmarshal([]byte(meta), &s.Metadata); err != nil {
+		return nil, fmt.Errorf("session %s: bad metadata: %w", s.ID, err)
+	}
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	if agentID != "" {
+		m.AgentID, m.AgentVersion, m.EnvironmentID = agentID, agentVersion, envID
+		m.ActiveSeconds = float64(active) / 1e6
+		m.RunningSince = utc(runningSince)
+		if budgetCur != "" {
+			m.Budget = &trove.SessionBudget{Currency: budgetCur, Amount: budgetAmt}
+		}
+		s.Managed = &m
+	}
 	return &s, nil
+}
+
+// managedCols returns the managed part's column values (zeros for an
+// agent-less session): agent_id, agent_version, environment_id, the four
+// usage counters, active_micros, running_since, budget currency and amount.
+func managedCols(m *trove.ManagedSession) []any {
+	if m == nil {
+		return []any{"", int64(0), "", int64(0), int64(0), int64(0), int64(0), int64(0), (*time.Time)(nil), "", ""}
+	}
+	var cur, amt string
+	if m.Budget != nil {
+		cur, amt = m.Budget.Currency, m.Budget.Amount
+	}
+	return []any{m.AgentID, m.AgentVersion, m.EnvironmentID,
+		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadInputTokens, m.Usage.CacheCreationInputTokens,
+		int64(m.ActiveSeconds * 1e6), m.RunningSince, cur, amt}
 }
 
 // SessionInsert stores s, its attached stores in order, and the SHA-256 of
 // its credential.
 func (t *tx) SessionInsert(ctx context.Context, s *trove.Session, tokenHash []byte) error {
 	typ, id := actorCols(&s.CreatedBy)
+	meta, err := metadataJSON(s.Metadata)
+	if err != nil {
+		return err
+	}
+	args := []any{s.ID, s.WorkspaceID, typ, id, s.CreatedAt, s.EndedAt,
+		s.Title, meta, string(s.Status), s.UpdatedAt, s.ArchivedAt}
+	args = append(append(args, managedCols(s.Managed)...), tokenHash)
 	b := &pgx.Batch{}
-	b.Queue("INSERT INTO sessions (id, workspace_id, token_hash, created_by_type, created_by_id, created_at, ended_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		s.ID, s.WorkspaceID, tokenHash, typ, id, s.CreatedAt, s.EndedAt)
+	b.Queue(`INSERT INTO sessions (`+sessionCols+`, token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`, args...)
 	for i, st := range s.Stores {
 		b.Queue(`INSERT INTO session_stores (session_id, ord, store_id, access, name, description, instructions, mount_path)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -89,7 +139,7 @@ func (t *tx) sessionGet(ctx context.Context, q string, args ...any) (*trove.Sess
 
 // SessionGet returns a session of workspaceID, or ENOTFOUND.
 func (t *tx) SessionGet(ctx context.Context, workspaceID, id string) (*trove.Session, error) {
-	return t.sessionGet(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = $1 AND workspace_id = $2", id, workspaceID)
+	return t.sessionGet(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = $1 AND ($2 = '' OR workspace_id = $2)", id, workspaceID)
 }
 
 // SessionGetByTokenHash finds a session by credential hash, or ENOTFOUND.
@@ -105,8 +155,39 @@ func (t *tx) SessionList(ctx context.Context, p storage.SessionListParams) ([]tr
 	if p.StoreID != "" {
 		w.add("EXISTS (SELECT 1 FROM session_stores ss WHERE ss.session_id = sessions.id AND ss.store_id = ?)", p.StoreID)
 	}
-	w.before(p.Before)
-	q := "SELECT " + sessionCols + " FROM sessions WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
+	if p.AgentID != "" {
+		w.add("agent_id = ?", p.AgentID)
+		if p.AgentVersion > 0 {
+			w.add("agent_version = ?", p.AgentVersion)
+		}
+	}
+	if len(p.Statuses) > 0 {
+		st := make([]string, len(p.Statuses))
+		for i, v := range p.Statuses {
+			st[i] = string(v)
+		}
+		w.add("status = ANY(?::text[])", st)
+	}
+	if !p.IncludeArchived {
+		w.add("archived_at IS NULL")
+	}
+	w.timeRange("created_at", p.CreatedAt)
+	if p.CreatedAfter != nil {
+		w.add("created_at > ?", floorMicro(*p.CreatedAfter))
+	}
+	if p.CreatedBefore != nil {
+		w.add("created_at < ?", ceilMicro(*p.CreatedBefore))
+	}
+	order := " ORDER BY created_at DESC, id DESC"
+	if p.Asc {
+		if p.After != nil {
+			w.add("(created_at, id) > (?, ?)", p.After.CreatedAt, p.After.ID)
+		}
+		order = " ORDER BY created_at, id"
+	} else {
+		w.before(p.Before)
+	}
+	q := "SELECT " + sessionCols + " FROM sessions WHERE " + w.sql() + order
 	q += w.limit(p.Limit)
 	rows, err := t.query(ctx, q, w.args...)
 	if err != nil {
@@ -145,6 +226,47 @@ func (t *tx) SessionEnd(ctx context.Context, id string, at time.Time) error {
 		return translate(err)
 	}
 	if !found {
+		return notFound("session")
+	}
+	return nil
+}
+
+// SessionLock is SessionGet with the session's row locked FOR UPDATE.
+func (t *tx) SessionLock(ctx context.Context, workspaceID, id string) (*trove.Session, error) {
+	return t.sessionGet(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = $1 AND ($2 = '' OR workspace_id = $2) FOR UPDATE", id, workspaceID)
+}
+
+// SessionUpdate replaces the session's mutable columns and tells every
+// node's WaitEvents (listen.go).
+func (t *tx) SessionUpdate(ctx context.Context, s *trove.Session) error {
+	meta, err := metadataJSON(s.Metadata)
+	if err != nil {
+		return err
+	}
+	m := managedCols(s.Managed)
+	tag, err := t.exec(ctx, `WITH w AS (SELECT pg_notify('`+notifyChannel+`', current_schema() || ' ' || $1))
+		UPDATE sessions SET title = $2, metadata = $3, status = $4, updated_at = $5,
+		ended_at = $6, archived_at = $7, usage_input_tokens = $8, usage_output_tokens = $9, usage_cache_read_tokens = $10,
+		usage_cache_creation_tokens = $11, active_micros = $12, running_since = $13 FROM w WHERE id = $1`,
+		s.ID, s.Title, meta, string(s.Status), s.UpdatedAt, s.EndedAt, s.ArchivedAt, m[3], m[4], m[5], m[6], m[7], m[8])
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("session")
+	}
+	return nil
+}
+
+// SessionDelete deletes a session (attachments and events cascade) and
+// tells every node's WaitEvents.
+func (t *tx) SessionDelete(ctx context.Context, id string) error {
+	tag, err := t.exec(ctx, `WITH w AS (SELECT pg_notify('`+notifyChannel+`', current_schema() || ' ' || $1))
+		DELETE FROM sessions USING w WHERE id = $1`, id)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
 		return notFound("session")
 	}
 	return nil

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
@@ -27,10 +28,14 @@ func (t *tx) EventInsert(ctx context.Context, events []trove.SessionEvent) error
 		if err != nil {
 			return err
 		}
+		var ref any
+		if e.RefID != "" {
+			ref = e.RefID
+		}
 		if _, err := t.exec(ctx, `INSERT INTO session_events
-			(session_id, seq, id, type, body, created_by_type, created_by_id, processed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.SessionID, e.Seq, e.ID, e.Type, e.Body, string(e.CreatedBy.Type), id, micros(e.ProcessedAt)); err != nil {
+			(session_id, seq, id, type, body, created_by_type, created_by_id, processed_at, ref_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.SessionID, e.Seq, e.ID, e.Type, e.Body, string(e.CreatedBy.Type), id, micros(e.ProcessedAt), ref); err != nil {
 			return err
 		}
 		if err := t.execOne(ctx, "session", e.SessionID,
@@ -42,11 +47,58 @@ func (t *tx) EventInsert(ctx context.Context, events []trove.SessionEvent) error
 	return nil
 }
 
-// EventList lists a session's events by seq ascending after AfterSeq.
+const eventCols = `session_id, seq, id, type, body, created_by_type, created_by_id, processed_at, ref_id`
+
+// EventList lists a session's events by seq with p's filters.
 func (t *tx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.SessionEvent, error) {
-	rows, err := t.query(ctx, `SELECT session_id, seq, id, type, body, created_by_type, created_by_id, processed_at
-		FROM session_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		p.SessionID, p.AfterSeq, limitArg(p.Limit))
+	var w whereBuilder
+	w.add("session_id = ?", p.SessionID)
+	order := " ORDER BY seq"
+	if p.Desc {
+		if p.BeforeSeq > 0 {
+			w.add("seq < ?", p.BeforeSeq)
+		}
+		order = " ORDER BY seq DESC"
+	} else {
+		w.add("seq > ?", p.AfterSeq)
+	}
+	if len(p.Types) > 0 {
+		args := make([]any, len(p.Types))
+		for i, ty := range p.Types {
+			args[i] = ty
+		}
+		w.add("type IN ("+strings.Repeat("?, ", len(args)-1)+"?)", args...)
+	}
+	w.timeRange("processed_at", p.CreatedAt)
+	if p.CreatedAfter != nil {
+		w.add("processed_at > ?", micros(*p.CreatedAfter))
+	}
+	if p.CreatedBefore != nil {
+		w.add("processed_at < ?", ceilMicros(*p.CreatedBefore))
+	}
+	return t.eventQuery(ctx, `SELECT `+eventCols+` FROM session_events`+w.String()+order+` LIMIT ?`,
+		append(w.args, limitArg(p.Limit))...)
+}
+
+// EventGet returns one event of a session, or ENOTFOUND.
+func (t *tx) EventGet(ctx context.Context, sessionID, id string) (*trove.SessionEvent, error) {
+	out, err := t.eventQuery(ctx, `SELECT `+eventCols+` FROM session_events WHERE id = ? AND session_id = ?`, id, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, trove.Errorf(trove.ENOTFOUND, "event %s not found", id)
+	}
+	return &out[0], nil
+}
+
+// EventListByRef lists the events answering refID, by seq.
+func (t *tx) EventListByRef(ctx context.Context, sessionID, refID string) ([]trove.SessionEvent, error) {
+	return t.eventQuery(ctx, `SELECT `+eventCols+` FROM session_events WHERE session_id = ? AND ref_id = ? ORDER BY seq`, sessionID, refID)
+}
+
+func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.SessionEvent, error) {
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -56,11 +108,13 @@ func (t *tx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.
 		var e trove.SessionEvent
 		var typ, id string
 		var at int64
-		if err := rows.Scan(&e.SessionID, &e.Seq, &e.ID, &e.Type, &e.Body, &typ, &id, &at); err != nil {
+		var ref sql.NullString
+		if err := rows.Scan(&e.SessionID, &e.Seq, &e.ID, &e.Type, &e.Body, &typ, &id, &at, &ref); err != nil {
 			return nil, translate(err)
 		}
 		e.CreatedBy = *actorOf(sql.NullString{String: typ, Valid: true}, sql.NullString{String: id, Valid: true})
 		e.ProcessedAt = fromMicros(at)
+		e.RefID = ref.String
 		out = append(out, e)
 	}
 	return out, translate(rows.Err())
