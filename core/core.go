@@ -60,6 +60,7 @@ type Service struct {
 	owners     storeOwners
 	feed       feedHub       // wakes the change feed's waiters
 	changePoll time.Duration // Options.ChangePoll with its default
+	work       workHub       // wakes the work queue's long polls (work.go)
 }
 
 var (
