@@ -15,6 +15,7 @@ const (
 	EPATHCONFLICT    = "path_conflict"   // path used or overlapping: 409 memory_path_conflict_error
 	EPRECONDITION    = "precondition"    // content_sha256 mismatch: 409 memory_precondition_failed_error
 	ECONFLICT        = "conflict"        // other conflicting state: 409 conflict_error
+	ELEASELOST       = "lease_lost"      // work heartbeat precondition failed: 412, Error.Lease set
 	ETOOLARGE        = "too_large"       // request body too large: 413
 	EUNAVAILABLE     = "unavailable"     // database unreachable, shutting down: 503, retryable
 	EINTERNAL        = "internal"        // a bug: 500; detail is logged, never sent
@@ -31,6 +32,9 @@ type Error struct {
 	// Details carries an optional machine-readable error code (for example
 	// "invalid_metadata"), sent as error.details.error_code.
 	DetailCode string
+	// Lease is the server's lease, set with ELEASELOST (sent as
+	// error.details.current_state).
+	Lease *WorkLease
 	// Err is the underlying cause, for logs only.
 	Err error
 }

@@ -19,6 +19,10 @@ const (
 	PrefixWorkspace = "wrkspc_"
 	PrefixEvent     = "sevt_"
 	PrefixDream     = "drm_"
+	PrefixAgent     = "agent_"
+	PrefixEnv       = "env_"
+	PrefixEnvKey    = "envkey_"
+	PrefixWork      = "work_"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

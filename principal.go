@@ -12,6 +12,17 @@ type Principal struct {
 	// attached stores, write only the read_write ones, and cannot create,
 	// update, archive or delete stores, redact versions or create sessions.
 	Session *SessionScope
+	// Environment is non-nil for an environment key. Such a principal also
+	// carries an empty Session scope (no session, no stores), so every rule
+	// written for session credentials denies it too; it reaches only its
+	// environment's work queue (see WorkService).
+	Environment *EnvironmentScope
+}
+
+// EnvironmentScope is what an environment key may reach.
+type EnvironmentScope struct {
+	EnvironmentID string
+	KeyID         string // envkey_…
 }
 
 // SessionScope is what a session credential may reach.

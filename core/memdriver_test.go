@@ -92,7 +92,13 @@ func (d *memDriver) Write(ctx context.Context, fn func(storage.Tx) error) error 
 
 func (d *memDriver) Close() error { return nil }
 
-type memTx struct{ st *memState }
+// memTx does not model agents, environments or the work queue: the
+// embedded AgentTx is nil, and coretest.RunAgents runs over the real
+// drivers only (storage/sqlite, storage/postgres).
+type memTx struct {
+	st *memState
+	storage.AgentTx
+}
 
 func notFound(what, id string) error {
 	return trove.Errorf(trove.ENOTFOUND, "%s %s not found", what, id)

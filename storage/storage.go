@@ -62,6 +62,9 @@ type Position struct {
 // Tx is one transaction. Methods must not be called after the function
 // passed to Read or Write has returned.
 type Tx interface {
+	// AgentTx stores agents, environments and the work queue (agents.go).
+	AgentTx
+
 	// StoreInsert inserts a new store.
 	StoreInsert(ctx context.Context, s *trove.Store) error
 	// StoreGet returns the store with id in workspaceID, or ENOTFOUND.

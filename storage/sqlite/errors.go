@@ -90,3 +90,11 @@ func ctxError(err error) error {
 func notFound(what, id string) error {
 	return trove.Errorf(trove.ENOTFOUND, "%s %q not found", what, id)
 }
+
+// isUnique reports whether err is a UNIQUE violation naming columns (as
+// "table.column").
+func isUnique(err error, columns string) bool {
+	var se *sqlite.Error
+	return err != nil && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE &&
+		strings.Contains(se.Error(), columns)
+}
