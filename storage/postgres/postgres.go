@@ -114,7 +114,7 @@ type DB struct {
 	// either committed or ended the transaction (IdleInTxTimeout plus
 	// settleMargin); 0 when IdleInTxTimeout is off.
 	settle time.Duration
-	listen         listener // NotifyVersions' connection (listen.go)
+	listen listener // NotifyVersions' connection (listen.go)
 }
 
 var (
