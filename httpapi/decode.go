@@ -68,8 +68,10 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 		}
 		return trove.Errorf(trove.EINVALID, "reading the request body failed")
 	}
-	// The body is in: lift its deadline (see ServeHTTP).
+	// The body is in: lift its deadline (see ServeHTTP), and start the
+	// request's own (Timeouts.Request).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	s.narrowDeadline(r)
 	body := buf.Bytes()
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -77,6 +78,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	code := trove.ErrorCode(err)
+	if code == trove.EINTERNAL && errors.Is(err, context.DeadlineExceeded) {
+		// The request's deadline (Timeouts.Request) passed in a layer that
+		// returned the context's error as is: transient, like a timeout
+		// the driver reports.
+		err = &trove.Error{Code: trove.EUNAVAILABLE, Message: "the request did not finish within the server's deadline; retry", Err: err}
+		code = trove.EUNAVAILABLE
+	}
 	class, ok := errorClasses[code]
 	if !ok {
 		code, class = trove.EINTERNAL, errorClasses[trove.EINTERNAL]

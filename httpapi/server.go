@@ -101,12 +101,21 @@ type Timeouts struct {
 	// Idle bounds how long a keep-alive connection waits for its next
 	// request (http.Server.IdleTimeout).
 	Idle time.Duration
+	// Request bounds the server's work on one request (its context's
+	// deadline, which reaches the database driver), from when the handler
+	// starts or, for a request with a body, from when the body has arrived
+	// (until then the deadline is Body plus Request after the start). A
+	// request past it is answered with the retryable 503 envelope. The
+	// change feed's long polls and streams are exempt as a whole (their
+	// wait is bounded by its own parameter, their heartbeats and the
+	// driver's per-call bound); their authentication is not.
+	Request time.Duration
 }
 
 // DefaultTimeouts are the Timeouts used for zero fields: a minute for a
 // body of the largest size at 20 KB/s, and for the largest list page.
 func DefaultTimeouts() Timeouts {
-	return Timeouts{ReadHeader: 10 * time.Second, Body: time.Minute, Write: time.Minute, Idle: 2 * time.Minute}
+	return Timeouts{ReadHeader: 10 * time.Second, Body: time.Minute, Write: time.Minute, Idle: 2 * time.Minute, Request: 30 * time.Second}
 }
 
 // withDefaults returns t with each zero or negative field set to its
@@ -115,6 +124,7 @@ func (t Timeouts) withDefaults() Timeouts {
 	d := DefaultTimeouts()
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&t.ReadHeader, &d.ReadHeader}, {&t.Body, &d.Body}, {&t.Write, &d.Write}, {&t.Idle, &d.Idle},
+		{&t.Request, &d.Request},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -169,6 +179,7 @@ type route struct {
 	methods map[string]handlerFunc
 	names   map[string]string // method → metric route label
 	allow   string
+	long    bool // a long poll or stream: no whole-request deadline (Timeouts.Request)
 }
 
 // NewServer returns the API handler over cfg's services.
@@ -266,6 +277,7 @@ func NewServer(cfg Config) *Server {
 		prom.ServeHTTP(w, r)
 		return nil
 	})
+	routes["/trove/v1/memory_stores/{memory_store_id}/changes"].long = true
 	for path, rt := range routes {
 		var allow []string
 		for m := range rt.methods {
@@ -281,7 +293,9 @@ func NewServer(cfg Config) *Server {
 			if rec, ok := w.(*recorder); ok {
 				rec.route = "console"
 			}
-			console.ServeHTTP(w, r)
+			ctx, cancel := s.requestContext(r)
+			defer cancel()
+			console.ServeHTTP(w, r.WithContext(ctx))
 		}))
 		s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			if rec, ok := w.(*recorder); ok {
@@ -482,8 +496,13 @@ func (s *Server) dispatch(rt *route) http.Handler {
 				"method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+rt.allow)
 			return
 		}
+		ctx, cancel := s.requestContext(r)
+		defer cancel()
+		if !rt.long {
+			r = r.WithContext(ctx)
+		}
 		if rt.kind != kindPublic {
-			p, err := s.authenticate(r)
+			p, err := s.authenticate(r.WithContext(ctx))
 			if err != nil {
 				s.writeError(w, r, err)
 				return
@@ -523,6 +542,32 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// requestContext returns r's context with the request's deadline
+// (Timeouts.Request from now; for a request with a body, Timeouts.Body plus
+// Timeouts.Request, narrowed by narrowDeadline once the body is in).
+func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	d := s.limits.Request
+	if r.ContentLength != 0 {
+		d += s.limits.Body
+	}
+	return context.WithTimeout(r.Context(), d)
+}
+
+// narrowDeadline gives r, whose body has just been read, the deadline
+// Timeouts.Request from now when that is earlier than its own. It changes
+// *r in place, so the handler that read the body sees it in r.Context().
+// The timer is released when the request's context ends.
+func (s *Server) narrowDeadline(r *http.Request) {
+	ctx := r.Context()
+	dl := time.Now().Add(s.limits.Request)
+	if cur, ok := ctx.Deadline(); ok && !dl.Before(cur) {
+		return
+	}
+	nctx, cancel := context.WithDeadline(ctx, dl)
+	context.AfterFunc(ctx, cancel)
+	*r = *r.WithContext(nctx)
 }
 
 // authenticate reads the credential from Authorization: Bearer or

@@ -23,10 +23,15 @@ const pathConstraint = "memories_store_path_key"
 //   - pgx.ErrNoRows → ENOTFOUND;
 //   - unique violation of (store_id, path) → EPATHCONFLICT;
 //   - a NUL or otherwise unstorable character in text → EINVALID;
-//   - a lost or refused connection, admin shutdown (57P01–57P03), connection
-//     exceptions (08…), too many connections (53300), statement timeout or
-//     cancel (57014), serialization failures left after retries (40001,
-//     40P01), closed pool, context deadline or cancellation → EUNAVAILABLE;
+//   - every transient condition → EUNAVAILABLE (a retryable 503): a lost or
+//     refused connection, connection exceptions (08…), the transaction
+//     rollback class (40…: serialization failures and deadlocks left after
+//     retries, 40003 statement completion unknown), insufficient resources
+//     (53…: too many connections, out of memory, disk full), operator
+//     intervention (57…: statement timeout or cancel 57014, admin or crash
+//     shutdown, idle session timeout), system errors (58…: I/O), lock
+//     timeout (55P03), idle-in-transaction and transaction timeouts (25P03,
+//     25P04), a closed pool, a context deadline or cancellation;
 //   - anything else is returned as is (it becomes EINTERNAL upstream).
 //
 // The original error is kept in Err for logs.
@@ -48,10 +53,7 @@ func translate(err error) error {
 			return &trove.Error{Code: trove.EPATHCONFLICT, Message: "a memory already exists at this path", Err: err}
 		case pe.Code == "22021" || pe.Code == "22P05":
 			return &trove.Error{Code: trove.EINVALID, Message: "text contains a character the database cannot store (NUL)", Err: err}
-		case pe.Code == "40001" || pe.Code == "40P01":
-			return unavailable(err)
-		case pe.Code == "57014", pe.Code == "53300",
-			strings.HasPrefix(pe.Code, "57P"), strings.HasPrefix(pe.Code, "08"):
+		case transientCode(pe.Code):
 			return unavailable(err)
 		}
 		return err
@@ -60,6 +62,23 @@ func translate(err error) error {
 		return unavailable(err)
 	}
 	return err
+}
+
+// transientCode reports whether a SQLSTATE names a condition that passes:
+// the same request may succeed when retried.
+func transientCode(code string) bool {
+	switch code {
+	case "55P03", // lock_not_available (lock_timeout, NOWAIT)
+		"25P03", // idle_in_transaction_session_timeout
+		"25P04": // transaction_timeout
+		return true
+	}
+	for _, class := range []string{"08", "40", "53", "57", "58"} {
+		if strings.HasPrefix(code, class) {
+			return true
+		}
+	}
+	return false
 }
 
 func unavailable(err error) error {

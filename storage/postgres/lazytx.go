@@ -3,9 +3,13 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/trovehq/trove"
 )
 
 // The transaction's BEGIN is not a round trip of its own: it is sent in one
@@ -96,26 +100,81 @@ func (t *tx) query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 
 // finish commits (err == nil) or rolls back the transaction if it began,
 // and returns the outcome of fn and the commit.
+//
+// A rollback runs within ctx when ctx has time left (bounded by
+// rollbackTimeout); when ctx is done the connection is closed instead (the
+// pool discards a connection left in a transaction), so that nothing waits
+// past ctx on a silent connection. Either way no COMMIT was sent: the
+// server ends the transaction when it sees the connection end, at the
+// latest after its idle-in-transaction timeout.
+//
+// A write's COMMIT is sent with settle time left before ctx's deadline (see
+// DB.Write); when it is sent but not acknowledged the outcome is in doubt,
+// and finish waits until settle has passed since it was sent, so that the
+// server has either committed or ended the transaction before the caller
+// hears of it.
 func (t *tx) finish(ctx context.Context, err error) error {
 	if !t.sent || t.beginFailed {
 		return err
 	}
 	if err != nil {
-		// On a broken connection this fails too; the pool then drops the
-		// connection, which is not idle.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.rollbackTimeout)
-		defer cancel()
-		_, _ = t.conn.Exec(rctx, "ROLLBACK")
+		t.rollback(ctx)
 		return err
 	}
-	tag, err := t.conn.Exec(ctx, "COMMIT")
+	cctx := ctx
+	if dl, ok := ctx.Deadline(); ok && t.settle > 0 {
+		last := dl.Add(-t.settle)
+		if time.Until(last) <= 0 {
+			t.rollback(ctx)
+			return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the database is too slow: the write ran out of time before it could commit and was not applied; retry",
+				Err: fmt.Errorf("less than %v left before the deadline to commit", t.settle)}
+		}
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithDeadline(ctx, last)
+		defer cancel()
+	}
+	sent := time.Now()
+	tag, err := t.conn.Exec(cctx, "COMMIT")
 	if err != nil {
-		return err
+		if pgconn.SafeToRetry(err) || pgCode(err) != "" {
+			// Not sent, or refused by the server: not committed.
+			return err
+		}
+		// Sent, not acknowledged: committed or not, the server settles it
+		// within settle.
+		t.closeConn()
+		if t.settle > 0 {
+			time.Sleep(time.Until(sent.Add(t.settle)))
+		}
+		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the database did not confirm the commit: the write may or may not have been applied; read it back before retrying", Err: err}
 	}
 	if tag.String() == "ROLLBACK" {
 		return errTxAborted
 	}
 	return nil
+}
+
+// rollback ends the transaction after fn failed: ROLLBACK within ctx (and
+// rollbackTimeout) when ctx has time left, else the connection is closed.
+func (t *tx) rollback(ctx context.Context) {
+	if ctx.Err() != nil || t.conn.IsClosed() {
+		t.closeConn()
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, t.rollbackTimeout)
+	defer cancel()
+	if _, err := t.conn.Exec(rctx, "ROLLBACK"); err != nil {
+		// On a broken connection: make sure the pool drops it.
+		t.closeConn()
+	}
+}
+
+// closeConn closes the connection without waiting on the network: the
+// Terminate message is sent, if at all, under a short deadline.
+func (t *tx) closeConn() {
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_ = t.conn.Close(cctx)
 }
 
 type errRow struct{ err error }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -125,18 +126,28 @@ func (db *DB) listenLoop(ctx context.Context) {
 }
 
 // listenOnce connects, LISTENs and delivers notifications of this DB's
-// schema until the connection fails or ctx ends.
+// schema until the connection fails or ctx ends. Every statement is
+// bounded by the connect timeout, and a connection that brought nothing for
+// listenCheck is pinged, so a connection gone silent is noticed within
+// about listenCheck plus the connect timeout rather than never.
 func (db *DB) listenOnce(ctx context.Context, first bool) error {
 	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	bounded := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, db.acquireTimeout) }
+	bctx, cancel := bounded()
+	defer cancel()
+	if _, err := conn.Exec(bctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
 	var schema string
-	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+	if err := conn.QueryRow(bctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		return err
 	}
 	if !first {
@@ -145,13 +156,35 @@ func (db *DB) listenOnce(ctx context.Context, first bool) error {
 		db.listen.deliver("")
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		wctx, wcancel := context.WithTimeout(ctx, db.listenCheck())
+		n, err := conn.WaitForNotification(wctx)
+		wcancel()
 		if err != nil {
-			return err
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed() {
+				return err
+			}
+			// Quiet for listenCheck: make sure the connection still answers.
+			pctx, pcancel := bounded()
+			err = conn.Ping(pctx)
+			pcancel()
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		sch, storeID, ok := strings.Cut(n.Payload, " ")
 		if ok && sch == schema {
 			db.listen.deliver(storeID)
 		}
 	}
+}
+
+// listenCheck is how long the listener waits for a notification before it
+// pings its connection: half the TCP timeout, at least a second, at most
+// ten.
+func (db *DB) listenCheck() time.Duration {
+	if db.tcpTimeout <= 0 {
+		return 10 * time.Second
+	}
+	return min(10*time.Second, max(time.Second, db.tcpTimeout/2))
 }

@@ -68,8 +68,10 @@ func (db *DB) Migrate(ctx context.Context) error {
 	return db.withConn(ctx, func(c *pgxpool.Conn) error {
 		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			// Waiting for another node's migration, and the migration
-			// itself, may take longer than Options.StatementTimeout.
-			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			// itself, may take longer than Options.StatementTimeout and
+			// Options.LockTimeout (a migration's DDL waits for the locks of
+			// every transaction on its tables).
+			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0"); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrateLockKey, db.schema); err != nil {

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -43,8 +42,40 @@ type Options struct {
 	// pooled one. 0 means the URL's connect_timeout (or PGCONNECT_TIMEOUT),
 	// else DefaultConnectTimeout. Past it a call fails with EUNAVAILABLE.
 	ConnectTimeout time.Duration
-	// StatementTimeout is the server-side statement_timeout (0 means none).
+	// StatementTimeout is the server-side statement_timeout of every
+	// connection: a statement running longer is cancelled (SQLSTATE 57014,
+	// EUNAVAILABLE). 0 means the URL's statement_timeout, else
+	// DefaultStatementTimeout; negative means none.
 	StatementTimeout time.Duration
+	// LockTimeout is the server-side lock_timeout: a statement waiting
+	// longer for a lock (another transaction's store lock) fails with
+	// SQLSTATE 55P03, EUNAVAILABLE. 0 means the URL's lock_timeout, else
+	// DefaultLockTimeout; negative means none.
+	LockTimeout time.Duration
+	// IdleInTxTimeout is the server-side
+	// idle_in_transaction_session_timeout: a backend whose transaction
+	// waits longer than this for its client's next statement is ended by
+	// the server, its transaction rolled back and its locks released, so a
+	// node whose connection went silent cannot hold a store's lock. It also
+	// settles a COMMIT whose acknowledgement is lost: Write answers only
+	// once the server has either committed or ended the transaction (see
+	// Write). 0 means DefaultIdleInTxTimeout; negative means none (and then
+	// a COMMIT in doubt may still land after Write returned).
+	IdleInTxTimeout time.Duration
+	// TCPTimeout bounds how long a connection whose peer went silent (a
+	// partition, a dead middlebox: no reset) stays open, on both ends:
+	// TCP keepalives start after TCPTimeout/2 idle and probe every
+	// TCPTimeout/6 (three probes), and TCP_USER_TIMEOUT (Linux) drops a
+	// connection whose sent data stays unacknowledged for TCPTimeout. The
+	// server gets the same values (tcp_keepalives_idle, …_interval,
+	// …_count, tcp_user_timeout). 0 means DefaultTCPTimeout; negative
+	// leaves the operating system's settings.
+	TCPTimeout time.Duration
+	// OpTimeout bounds each Read, Write and MemoryGet whose context has no
+	// earlier deadline (background jobs, the change feed's reads): past it
+	// the call is abandoned, its connection closed and EUNAVAILABLE
+	// returned. 0 means DefaultOpTimeout; negative means none.
+	OpTimeout time.Duration
 	// Schema, when not "", is the search_path of every connection: all of
 	// Trove's tables live in it. Used to isolate tests and tenants. The
 	// schema is created by Migrate when missing.
@@ -58,7 +89,18 @@ const (
 	// defaultHealthCheckPeriod is how often idle pooled connections are
 	// checked (the URL's pool_health_check_period wins).
 	defaultHealthCheckPeriod = 10 * time.Second
+
+	// Server-side guards and time bounds (see Options).
+	DefaultStatementTimeout = 20 * time.Second
+	DefaultLockTimeout      = 10 * time.Second
+	DefaultIdleInTxTimeout  = 5 * time.Second
+	DefaultTCPTimeout       = 20 * time.Second
+	DefaultOpTimeout        = 30 * time.Second
 )
+
+// settleMargin is added to IdleInTxTimeout when Write waits for a COMMIT in
+// doubt to be settled on the server: room for the server's timer.
+const settleMargin = time.Second
 
 // DB is an open PostgreSQL database. It implements storage.Driver and
 // storage.Migrator and is safe for concurrent use.
@@ -66,7 +108,13 @@ type DB struct {
 	pool           *pgxpool.Pool
 	schema         string
 	acquireTimeout time.Duration
-	listen         listener // NotifyVersions' connection (listen.go)
+	opTimeout      time.Duration // 0: none
+	tcpTimeout     time.Duration // Options.TCPTimeout resolved; 0: off
+	// settle is how long after sending a COMMIT the server has certainly
+	// either committed or ended the transaction (IdleInTxTimeout plus
+	// settleMargin); 0 when IdleInTxTimeout is off.
+	settle time.Duration
+	listen listener // NotifyVersions' connection (listen.go)
 }
 
 var (
@@ -113,20 +161,49 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	switch {
 	case opts.ConnectTimeout > 0:
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
-		// The URL's connect_timeout also bounded each dial; this one does.
-		cfg.ConnConfig.DialFunc = (&net.Dialer{Timeout: opts.ConnectTimeout}).DialContext
 	case cfg.ConnConfig.ConnectTimeout <= 0: // connect_timeout absent or 0
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	opts.ConnectTimeout = cfg.ConnConfig.ConnectTimeout
+	tcp := durationOr(opts.TCPTimeout, DefaultTCPTimeout)
+	// Every dial is bounded by the connect timeout (the URL's
+	// connect_timeout bounded each dial through pgx's own dialer; this one
+	// does now) and gets keepalives and TCP_USER_TIMEOUT (tcp.go).
+	cfg.ConnConfig.DialFunc = dialer(opts.ConnectTimeout, tcp)
+	// Server-side guards, in every connection's startup packet: the pool's
+	// and the listener's (listen.go copies this config). A value given in
+	// the URL wins over a default, not over an Options field.
+	rp := cfg.ConnConfig.RuntimeParams
+	setParam := func(name string, opt, def time.Duration) {
+		switch {
+		case opt < 0:
+			delete(rp, name)
+		case opt > 0:
+			rp[name] = fmt.Sprint(opt.Milliseconds())
+		case rp[name] == "":
+			rp[name] = fmt.Sprint(def.Milliseconds())
+		}
+	}
+	setParam("statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
+	setParam("lock_timeout", opts.LockTimeout, DefaultLockTimeout)
+	idle := durationOr(opts.IdleInTxTimeout, DefaultIdleInTxTimeout)
+	if idle > 0 {
+		// Always Trove's value: Write's settling relies on it.
+		rp["idle_in_transaction_session_timeout"] = fmt.Sprint(idle.Milliseconds())
+	} else {
+		rp["idle_in_transaction_session_timeout"] = "0"
+	}
+	if tcp > 0 {
+		rp["tcp_keepalives_idle"] = fmt.Sprint(max(1, int(tcp/2/time.Second)))
+		rp["tcp_keepalives_interval"] = fmt.Sprint(max(1, int(tcp/6/time.Second)))
+		rp["tcp_keepalives_count"] = "3"
+		rp["tcp_user_timeout"] = fmt.Sprint(tcp.Milliseconds())
+	}
 	if !inURL["pool_ping_timeout"] {
 		cfg.PingTimeout = opts.ConnectTimeout
 	}
 	if !inURL["pool_health_check_period"] {
 		cfg.HealthCheckPeriod = defaultHealthCheckPeriod
-	}
-	if opts.StatementTimeout > 0 {
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
 	}
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
@@ -139,7 +216,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, translate(err)
 	}
-	db := &DB{pool: pool, schema: schema, acquireTimeout: opts.ConnectTimeout}
+	db := &DB{pool: pool, schema: schema, acquireTimeout: opts.ConnectTimeout, opTimeout: durationOr(opts.OpTimeout, DefaultOpTimeout), tcpTimeout: tcp}
+	if idle > 0 {
+		db.settle = idle + settleMargin
+	}
 	if opts.AutoMigrate {
 		if err := db.Migrate(ctx); err != nil {
 			pool.Close()
@@ -160,6 +240,28 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("database schema version %d is older than this trove needs (%d): run trove migrate", have, known)}
 	}
 	return db, nil
+}
+
+// durationOr returns d, def when d is 0, and 0 (off) when d is negative.
+func durationOr(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	}
+	return d
+}
+
+// bound returns ctx with the OpTimeout deadline when it has no earlier one.
+func (db *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if db.opTimeout <= 0 {
+		return ctx, func() {}
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= db.opTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, db.opTimeout)
 }
 
 // urlSettings reports which pool_* settings the connection string (URL or
@@ -199,7 +301,13 @@ func (db *DB) Ping(ctx context.Context) error {
 // Read runs fn in a REPEATABLE READ READ ONLY transaction: every statement
 // of fn sees one snapshot. Errors of fn are returned as they are; database
 // errors are translated (EUNAVAILABLE when the database is unreachable).
+//
+// Like every call of the driver, it is bounded by ctx's deadline, else by
+// OpTimeout: past it the statement in flight is abandoned, its connection
+// closed (the pool dials a new one) and EUNAVAILABLE returned.
 func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	return db.withConn(ctx, func(c *pgxpool.Conn) error {
 		return db.runTx(ctx, c, beginRead, fn)
 	})
@@ -209,6 +317,8 @@ func (db *DB) Read(ctx context.Context, fn func(storage.Tx) error) error {
 // one round trip. When the pooled connection turns out dead the read is
 // retried on another, as a failed BEGIN is.
 func (db *DB) MemoryGet(ctx context.Context, storeID, id string, withContent bool) (*trove.Memory, error) {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	var m *trove.Memory
 	err := db.withConn(ctx, func(c *pgxpool.Conn) error {
 		// sent: no BEGIN is sent, so the statement runs on its own.
@@ -230,9 +340,22 @@ func (db *DB) MemoryGet(ctx context.Context, storeID, id string, withContent boo
 // nil means the commit succeeded (durable under PostgreSQL's default
 // synchronous_commit). fn is run again, up to a few times, when PostgreSQL
 // reports a serialization failure (40001) or deadlock (40P01); after that
-// Write returns EUNAVAILABLE. If the connection is lost during COMMIT the
-// outcome is unknown and Write returns EUNAVAILABLE.
+// Write returns EUNAVAILABLE. It is bounded as Read is.
+//
+// An error from Write means the transaction can no longer commit: either
+// COMMIT was never sent (the connection is closed or rolled back, and the
+// server ends the transaction, at the latest after IdleInTxTimeout), or
+// COMMIT was sent and not acknowledged (the connection failed or the
+// deadline came): then the outcome is unknown, and Write waits, before
+// returning EUNAVAILABLE, until the server has certainly either committed or
+// ended the transaction (IdleInTxTimeout after the COMMIT was sent, plus a
+// margin). COMMIT is therefore sent only while that much time is left
+// before ctx's deadline; otherwise Write rolls back and returns
+// EUNAVAILABLE. What the caller is told is final: a read after the error
+// sees whether the write was applied, and that never changes afterwards.
 func (db *DB) Write(ctx context.Context, fn func(storage.Tx) error) error {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		err = db.withConn(ctx, func(c *pgxpool.Conn) error {
@@ -299,6 +422,9 @@ const (
 // database error. A panic in fn rolls back and becomes EINTERNAL.
 func (db *DB) runTx(ctx context.Context, c *pgxpool.Conn, beginSQL string, fn func(storage.Tx) error) (err error) {
 	t := &tx{conn: c.Conn(), beginSQL: beginSQL, rollbackTimeout: db.acquireTimeout}
+	if beginSQL == beginWrite {
+		t.settle = db.settle
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = t.finish(ctx, &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic in transaction: %v", p)})

@@ -22,6 +22,10 @@ type tx struct {
 	// rollbackTimeout bounds ROLLBACK, which runs even when the caller's
 	// context is done.
 	rollbackTimeout time.Duration
+	// settle, for a write, is how long after COMMIT is sent the server has
+	// certainly committed or ended the transaction (DB.settle); 0 for a
+	// read, or when the server has no idle-in-transaction timeout.
+	settle time.Duration
 }
 
 var _ storage.Tx = (*tx)(nil)

@@ -93,6 +93,8 @@ func openBackend(ctx context.Context, dataDir, databaseURL string, autoMigrate b
 type dbOptions struct {
 	maxConns       int32
 	connectTimeout time.Duration
+	// Server-side guards and time bounds (postgres.Options).
+	statementTimeout, lockTimeout, idleInTxTimeout, tcpTimeout, opTimeout time.Duration
 }
 
 // openBackendWith is openBackend with the core options of the service
@@ -106,7 +108,8 @@ func openBackendWith(ctx context.Context, dataDir, databaseURL string, autoMigra
 	b := &backend{}
 	switch {
 	case isPostgresURL(databaseURL):
-		db, err := postgres.Open(ctx, databaseURL, postgres.Options{AutoMigrate: autoMigrate, MaxConns: dbo.maxConns, ConnectTimeout: dbo.connectTimeout})
+		db, err := postgres.Open(ctx, databaseURL, postgres.Options{AutoMigrate: autoMigrate, MaxConns: dbo.maxConns, ConnectTimeout: dbo.connectTimeout,
+			StatementTimeout: dbo.statementTimeout, LockTimeout: dbo.lockTimeout, IdleInTxTimeout: dbo.idleInTxTimeout, TCPTimeout: dbo.tcpTimeout, OpTimeout: dbo.opTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("opening PostgreSQL: %w", err)
 		}

@@ -56,11 +56,34 @@ const (
 	dbConnectTimeoutFlag, dbConnectTimeoutEnv = "db-connect-timeout", "TROVE_DB_CONNECT_TIMEOUT"
 )
 
+// dbTimeFlag is a serve flag setting one PostgreSQL time bound of
+// dbOptions, with an environment variable used when the flag is not given.
+// 0 leaves the setting to the URL (when it has one) or the driver's
+// default, named in zero.
+type dbTimeFlag struct {
+	name, env, help, zero string
+	field                 func(*dbOptions) *time.Duration
+}
+
+// dbTimeFlags are serve's PostgreSQL time bounds (docs/API.md, "Deadlines").
+var dbTimeFlags = []dbTimeFlag{
+	{dbConnectTimeoutFlag, dbConnectTimeoutEnv, "bound on connecting to PostgreSQL and on waiting for a pooled connection, past which a request fails with a retryable 503",
+		"the URL's connect_timeout or " + postgres.DefaultConnectTimeout.String(), func(o *dbOptions) *time.Duration { return &o.connectTimeout }},
+	{"db-statement-timeout", "TROVE_DB_STATEMENT_TIMEOUT", "server-side statement_timeout of every connection: a statement running longer is cancelled and its request answered with a retryable 503",
+		"the URL's statement_timeout or " + postgres.DefaultStatementTimeout.String(), func(o *dbOptions) *time.Duration { return &o.statementTimeout }},
+	{"db-lock-timeout", "TROVE_DB_LOCK_TIMEOUT", "server-side lock_timeout of every connection: a write waiting longer for a store's lock (held by another writer) is answered with a retryable 503",
+		"the URL's lock_timeout or " + postgres.DefaultLockTimeout.String(), func(o *dbOptions) *time.Duration { return &o.lockTimeout }},
+	{"db-idle-in-transaction-timeout", "TROVE_DB_IDLE_IN_TRANSACTION_TIMEOUT", "server-side idle_in_transaction_session_timeout: the server ends a transaction whose node went silent this long, releasing its locks; a commit whose acknowledgement is lost is answered (503) only after it",
+		postgres.DefaultIdleInTxTimeout.String(), func(o *dbOptions) *time.Duration { return &o.idleInTxTimeout }},
+	{"db-tcp-timeout", "TROVE_DB_TCP_TIMEOUT", "a PostgreSQL connection whose peer went silent (no reset) is dropped after about this long, on both ends: TCP keepalives from half of it, TCP_USER_TIMEOUT (Linux) and the server's tcp_user_timeout",
+		postgres.DefaultTCPTimeout.String(), func(o *dbOptions) *time.Duration { return &o.tcpTimeout }},
+}
+
 // resolveDBOptions applies the pool environment variables to the flags not
-// given and checks the result: neither may be negative, and 0 leaves the
+// given and checks the result: none may be negative, and 0 leaves the
 // setting to the URL or the driver's default. The error names the flag or
-// variable at fault.
-func resolveDBOptions(changed func(flag string) bool, maxConns int, connectTimeout time.Duration) (dbOptions, error) {
+// variable at fault. raw holds the time flags' values.
+func resolveDBOptions(changed func(flag string) bool, maxConns int, raw dbOptions) (dbOptions, error) {
 	src := "--" + dbMaxConnsFlag
 	if ev := strings.TrimSpace(os.Getenv(dbMaxConnsEnv)); ev != "" && !changed(dbMaxConnsFlag) {
 		n, err := strconv.Atoi(ev)
@@ -72,18 +95,23 @@ func resolveDBOptions(changed func(flag string) bool, maxConns int, connectTimeo
 	if maxConns < 0 || maxConns > math.MaxInt32 {
 		return dbOptions{}, fmt.Errorf("%s must be a non-negative integer (0: the URL's pool_max_conns or %d), got %d", src, postgres.DefaultMaxConns, maxConns)
 	}
-	tsrc := "--" + dbConnectTimeoutFlag
-	if ev := strings.TrimSpace(os.Getenv(dbConnectTimeoutEnv)); ev != "" && !changed(dbConnectTimeoutFlag) {
-		d, err := time.ParseDuration(ev)
-		if err != nil {
-			return dbOptions{}, fmt.Errorf("%s must be a non-negative duration such as 5s (0: the URL's connect_timeout or %s), got %q", dbConnectTimeoutEnv, postgres.DefaultConnectTimeout, ev)
+	o := raw
+	o.maxConns = int32(maxConns)
+	for _, f := range dbTimeFlags {
+		v := f.field(&o)
+		tsrc := "--" + f.name
+		if ev := strings.TrimSpace(os.Getenv(f.env)); ev != "" && !changed(f.name) {
+			d, err := time.ParseDuration(ev)
+			if err != nil {
+				return dbOptions{}, fmt.Errorf("%s must be a non-negative duration such as 5s (0: %s), got %q", f.env, f.zero, ev)
+			}
+			*v, tsrc = d, f.env
 		}
-		connectTimeout, tsrc = d, dbConnectTimeoutEnv
+		if *v < 0 {
+			return dbOptions{}, fmt.Errorf("%s must be a non-negative duration such as 5s (0: %s), got %s", tsrc, f.zero, *v)
+		}
 	}
-	if connectTimeout < 0 {
-		return dbOptions{}, fmt.Errorf("%s must be a non-negative duration such as 5s (0: the URL's connect_timeout or %s), got %s", tsrc, postgres.DefaultConnectTimeout, connectTimeout)
-	}
-	return dbOptions{maxConns: int32(maxConns), connectTimeout: connectTimeout}, nil
+	return o, nil
 }
 
 // limitFlag is a serve flag setting one integer field of trove.Limits, with
@@ -176,7 +204,7 @@ func maxBodyFor(maxContent int) int64 {
 func newServeCmd(e *env) *cobra.Command {
 	var c serveConfig
 	var dbMaxConns int
-	var dbConnectTimeout time.Duration
+	var dbTimes dbOptions
 	c.limits = trove.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -228,7 +256,18 @@ without them prints a warning.
 
 PostgreSQL pool: --db-max-conns and --db-connect-timeout (or their
 environment variables) win over the URL's pool_max_conns and connect_timeout,
-which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).`,
+which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` connections, ` + postgres.DefaultConnectTimeout.String() + `).
+
+Deadlines: every request's work has --request-timeout (from when its body is
+in), which reaches the database: a query on a connection gone silent is
+abandoned, the connection discarded, and the answer a retryable 503. Every
+PostgreSQL connection also carries server-side guards: --db-statement-timeout,
+--db-lock-timeout (a write waiting for a store's lock), and
+--db-idle-in-transaction-timeout (the server ends a transaction whose node
+went silent, releasing its locks), plus --db-tcp-timeout (keepalives and TCP
+user timeout on both ends). A write answered with an error never commits
+afterwards; a 503 after a lost commit acknowledgement means the write may or
+may not have been applied: read it back (docs/API.md, "Deadlines").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := resolveLimits(cmd.Flags().Changed, c.limits)
@@ -236,12 +275,17 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 				return err
 			}
 			c.limits = l
+			if c.timeouts.Request, err = resolveRequestTimeout(cmd.Flags().Changed, c.timeouts.Request); err != nil {
+				return err
+			}
 			if err := checkTimeouts(c.timeouts); err != nil {
 				return err
 			}
-			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbConnectTimeout); err != nil {
+			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbTimes); err != nil {
 				return err
 			}
+			// Background jobs' database calls get the requests' bound.
+			c.db.opTimeout = c.timeouts.Request
 			if err := c.dreams.check(); err != nil {
 				return err
 			}
@@ -256,7 +300,9 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	f.StringVar(&c.addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
 	f.StringVar(&c.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
 	f.IntVar(&dbMaxConns, dbMaxConnsFlag, 0, "PostgreSQL connection pool size; 0: the URL's pool_max_conns, else "+strconv.Itoa(postgres.DefaultMaxConns)+" (env "+dbMaxConnsEnv+")")
-	f.DurationVar(&dbConnectTimeout, dbConnectTimeoutFlag, 0, "bound on connecting to PostgreSQL and on waiting for a pooled connection, past which a request fails with a retryable 503; 0: the URL's connect_timeout, else "+postgres.DefaultConnectTimeout.String()+" (env "+dbConnectTimeoutEnv+")")
+	for _, tf := range dbTimeFlags {
+		f.DurationVar(tf.field(&dbTimes), tf.name, 0, tf.help+"; 0: "+tf.zero+" (env "+tf.env+")")
+	}
 	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
 	f.BoolVar(&c.console, "console", envOr("TROVE_CONSOLE", "true") != "false", "serve the web console under /console/ (/ redirects there); --console=false turns it off (env TROVE_CONSOLE)")
 	f.BoolVar(&c.consoleSecureCookie, "console-secure-cookie", envOr("TROVE_CONSOLE_SECURE_COOKIE", "false") == "true", "mark the console's session cookie Secure although this server speaks plain HTTP, for a proxy in front that terminates TLS (env TROVE_CONSOLE_SECURE_COOKIE)")
@@ -268,6 +314,7 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	f.DurationVar(&c.timeouts.Body, "body-timeout", dt.Body, "how long a client may take to send a request's body once its headers are in; past it the request gets 408")
 	f.DurationVar(&c.timeouts.Write, "write-timeout", dt.Write, "how long a client may take to read one response, from its first byte; past it the connection is closed")
 	f.DurationVar(&c.timeouts.Idle, "idle-timeout", dt.Idle, "how long a keep-alive connection may wait for its next request")
+	f.DurationVar(&c.timeouts.Request, requestTimeoutFlag, dt.Request, "deadline of a request's work, from its start or, with a body, from when the body is in; past it the answer is a retryable 503 (the change feed's long polls and streams are exempt); also bounds each database call of background jobs (env "+requestTimeoutEnv+")")
 	for _, lf := range limitFlags {
 		f.IntVar(lf.field(&c.limits), lf.name, *lf.field(&c.limits), lf.help+" (env "+lf.env+")")
 	}
@@ -275,6 +322,25 @@ which win over the defaults (` + strconv.Itoa(postgres.DefaultMaxConns) + ` conn
 	addDreamFlags(f, &c.dreams)
 	addSessionLoopFlags(f, &c.sessionLoop)
 	return cmd
+}
+
+// The request deadline flag and its environment variable.
+const requestTimeoutFlag, requestTimeoutEnv = "request-timeout", "TROVE_REQUEST_TIMEOUT"
+
+// resolveRequestTimeout returns --request-timeout, else TROVE_REQUEST_TIMEOUT
+// when set, else d (the flag's default).
+func resolveRequestTimeout(changed func(flag string) bool, d time.Duration) (time.Duration, error) {
+	if ev := strings.TrimSpace(os.Getenv(requestTimeoutEnv)); ev != "" && !changed(requestTimeoutFlag) {
+		v, err := time.ParseDuration(ev)
+		if err != nil {
+			return 0, fmt.Errorf("%s must be a positive duration such as 30s, got %q", requestTimeoutEnv, ev)
+		}
+		if v <= 0 {
+			return 0, fmt.Errorf("%s must be a positive duration such as 30s, got %s", requestTimeoutEnv, v)
+		}
+		return v, nil
+	}
+	return d, nil
 }
 
 // defaultAuthCache is serve's --auth-cache: short enough that a revocation
@@ -287,7 +353,7 @@ func checkTimeouts(t httpapi.Timeouts) error {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"read-header-timeout", t.ReadHeader}, {"body-timeout", t.Body}, {"write-timeout", t.Write}, {"idle-timeout", t.Idle}} {
+	}{{"read-header-timeout", t.ReadHeader}, {"body-timeout", t.Body}, {"write-timeout", t.Write}, {"idle-timeout", t.Idle}, {requestTimeoutFlag, t.Request}} {
 		if f.d <= 0 {
 			return fmt.Errorf("--%s must be a positive duration such as 30s, got %s", f.name, f.d)
 		}
@@ -377,7 +443,11 @@ func runServe(e *env, c serveConfig) error {
 	log.Info("listening on "+url, "database", b.kind, "where", b.where)
 	if pg, ok := b.driver.(*postgres.DB); ok {
 		pc := pg.Pool().Config()
-		log.Info("postgres pool", "max_conns", pc.MaxConns, "connect_timeout", pc.ConnConfig.ConnectTimeout)
+		rp := pc.ConnConfig.RuntimeParams
+		log.Info("postgres pool", "max_conns", pc.MaxConns, "connect_timeout", pc.ConnConfig.ConnectTimeout,
+			"statement_timeout_ms", rp["statement_timeout"], "lock_timeout_ms", rp["lock_timeout"],
+			"idle_in_transaction_session_timeout_ms", rp["idle_in_transaction_session_timeout"], "tcp_user_timeout_ms", rp["tcp_user_timeout"],
+			"request_timeout", c.timeouts.Request)
 	}
 
 	stopDreams, err := startDreams(c.dreams, b.svc, log)

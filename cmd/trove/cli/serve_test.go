@@ -547,6 +547,12 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		{"negative body timeout", []string{"--body-timeout", "-1s"}, nil, "--body-timeout must be a positive duration such as 30s, got -1s"},
 		{"zero header timeout", []string{"--read-header-timeout", "0"}, nil, "--read-header-timeout must be a positive duration such as 30s, got 0s"},
 		{"zero idle timeout", []string{"--idle-timeout", "0s"}, nil, "--idle-timeout must be a positive duration such as 30s, got 0s"},
+		{"negative lock timeout", []string{"--db-lock-timeout", "-1s"}, nil, "--db-lock-timeout must be a non-negative duration such as 5s (0: the URL's lock_timeout or 10s), got -1s"},
+		{"env statement timeout text", nil, map[string]string{"TROVE_DB_STATEMENT_TIMEOUT": "soon"}, `TROVE_DB_STATEMENT_TIMEOUT must be a non-negative duration such as 5s (0: the URL's statement_timeout or 20s), got "soon"`},
+		{"env idle timeout negative", nil, map[string]string{"TROVE_DB_IDLE_IN_TRANSACTION_TIMEOUT": "-2s"}, "TROVE_DB_IDLE_IN_TRANSACTION_TIMEOUT must be a non-negative duration such as 5s (0: 5s), got -2s"},
+		{"negative tcp timeout", []string{"--db-tcp-timeout", "-1s"}, nil, "--db-tcp-timeout must be a non-negative duration such as 5s (0: 20s), got -1s"},
+		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "--request-timeout must be a positive duration such as 30s, got 0s"},
+		{"env request timeout negative", nil, map[string]string{"TROVE_REQUEST_TIMEOUT": "-1s"}, "TROVE_REQUEST_TIMEOUT must be a positive duration such as 30s, got -1s"},
 		{"env connect timeout text", nil, map[string]string{"TROVE_DB_CONNECT_TIMEOUT": "5"}, `TROVE_DB_CONNECT_TIMEOUT must be a non-negative duration such as 5s (0: the URL's connect_timeout or 5s), got "5"`},
 	}
 	for _, tt := range tests {
@@ -579,6 +585,9 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		"--db-max-conns int", "(env TROVE_DB_MAX_CONNS)", "--db-connect-timeout duration", "(env TROVE_DB_CONNECT_TIMEOUT)",
 		"--read-header-timeout duration", "(default 10s)", "--body-timeout duration", "--write-timeout duration", "(default 1m0s)",
 		"--idle-timeout duration", "(default 2m0s)", "unencrypted HTTP/2",
+		"--request-timeout duration", "(env TROVE_REQUEST_TIMEOUT) (default 30s)",
+		"--db-statement-timeout duration", "(env TROVE_DB_STATEMENT_TIMEOUT)", "--db-lock-timeout duration", "(env TROVE_DB_LOCK_TIMEOUT)",
+		"--db-idle-in-transaction-timeout duration", "(env TROVE_DB_IDLE_IN_TRANSACTION_TIMEOUT)", "--db-tcp-timeout duration", "(env TROVE_DB_TCP_TIMEOUT)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("serve --help (exit %d) lacks %q:\n%s", code, want, out)
@@ -775,6 +784,10 @@ func TestServePostgresPoolSettings(t *testing.T) {
 		{"URL", []string{"--database", u3}, nil, "max_conns=3 connect_timeout=7s"},
 		{"flags over env and URL", []string{"--database", u3, "--db-max-conns", "5", "--db-connect-timeout", "3s"}, map[string]string{"TROVE_DB_MAX_CONNS": "9"}, "max_conns=5 connect_timeout=3s"},
 		{"env over URL", []string{"--database", u3}, map[string]string{"TROVE_DB_MAX_CONNS": "4", "TROVE_DB_CONNECT_TIMEOUT": "4s"}, "max_conns=4 connect_timeout=4s"},
+		{"default guards", []string{"--database", url}, nil, "statement_timeout_ms=20000 lock_timeout_ms=10000 idle_in_transaction_session_timeout_ms=5000 tcp_user_timeout_ms=20000 request_timeout=30s"},
+		{"guards from flags and env", []string{"--database", url, "--db-lock-timeout", "1500ms", "--db-idle-in-transaction-timeout", "2s", "--request-timeout", "7s"},
+			map[string]string{"TROVE_DB_STATEMENT_TIMEOUT": "3s", "TROVE_DB_TCP_TIMEOUT": "9s", "TROVE_DB_LOCK_TIMEOUT": "4s"},
+			"statement_timeout_ms=3000 lock_timeout_ms=1500 idle_in_transaction_session_timeout_ms=2000 tcp_user_timeout_ms=9000 request_timeout=7s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
