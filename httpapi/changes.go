@@ -142,7 +142,7 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 	if s.changes == nil {
 		return trove.Errorf(trove.ENOTFOUND, "this server does not offer a change feed")
 	}
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	for k := range q {
 		switch k {
 		case "after", "limit", "wait":
@@ -159,11 +159,9 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil {
-			return trove.Errorf(trove.EINVALID, "limit must be an integer, got %q", v)
-		}
+	limit, err := queryLimit(q) // the same rule as every list
+	if err != nil {
+		return err
 	}
 	wait, err := parseWait(q.Get("wait"))
 	if err != nil {

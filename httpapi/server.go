@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -290,8 +291,9 @@ type recorder struct {
 	write   time.Duration           // Timeouts.Write
 	status  int
 	route   string
-	started bool // the write deadline is armed
-	linger  bool // the body was refused unread: drain it after the answer (refuseBody)
+	started bool       // the write deadline is armed
+	linger  bool       // the body was refused unread: drain it after the answer (refuseBody)
+	query   url.Values // the request's query as dispatch parsed it (queryOf)
 
 	// Values of the response headers ServeHTTP and dispatch set, held
 	// here so that they cost no allocation of their own: the recorder
@@ -499,10 +501,33 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			}
 			r = r.WithContext(trove.WithPrincipal(r.Context(), p))
 		}
+		if r.URL.RawQuery != "" {
+			// The whole query, for every route, once the caller is known
+			// (query.go): handlers read it through queryOf.
+			q, err := parseQuery(r.URL.RawQuery)
+			if err != nil {
+				if m := routeMarkers[rt.path]; m != "" {
+					w.Header().Set(m, "1") // as the handler would have
+				}
+				s.writeError(w, r, err)
+				return
+			}
+			if rec, isRec := w.(*recorder); isRec {
+				rec.query = q
+			}
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// routeMarkers are the headers Trove's own endpoints put on every answer,
+// errors included, so that a client tells "no such endpoint" from a
+// refusal; dispatch adds them to the refusals it makes for the handler.
+var routeMarkers = map[string]string{
+	"/trove/v1/memory_stores/{memory_store_id}/changes": changesHeader,
+	"/trove/v1/search": searchHeader,
 }
 
 // authenticate reads the credential from Authorization: Bearer or
