@@ -68,6 +68,10 @@ type Config struct {
 	// FeedHeartbeat is how often an idle change stream sends a comment
 	// line; 0 means DefaultFeedHeartbeat.
 	FeedHeartbeat time.Duration
+	// CredentialCheck is how often a long-lived request (a stream, a long
+	// poll) re-checks its credential and ends when it is no longer valid
+	// (live.go); 0 means trove.DefaultCredentialCheck.
+	CredentialCheck time.Duration
 	// Console, when not nil, is served under /console/ (the web console),
 	// and GET / redirects there; it gets the same timeouts, request IDs,
 	// logs and metrics (route "console") as the API. nil: both are 404.
@@ -136,6 +140,7 @@ type Server struct {
 
 	changes   trove.ChangeService // nil: no feed
 	heartbeat time.Duration
+	credCheck time.Duration // Config.CredentialCheck
 	closing   context.Context // done once the http.Server shuts down: streams end
 	close     context.CancelFunc
 }
@@ -188,6 +193,7 @@ func NewServer(cfg Config) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultFeedHeartbeat
 	}
+	s.credCheck = cfg.CredentialCheck
 	s.closing, s.close = context.WithCancel(context.Background())
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
