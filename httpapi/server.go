@@ -140,7 +140,7 @@ type Server struct {
 
 	changes   trove.ChangeService // nil: no feed
 	heartbeat time.Duration
-	credCheck time.Duration // Config.CredentialCheck
+	credCheck time.Duration   // Config.CredentialCheck
 	closing   context.Context // done once the http.Server shuts down: streams end
 	close     context.CancelFunc
 }
