@@ -142,7 +142,7 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 	if s.changes == nil {
 		return trove.Errorf(trove.ENOTFOUND, "this server does not offer a change feed")
 	}
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	for k := range q {
 		switch k {
 		case "after", "limit", "wait":
@@ -159,24 +159,24 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil {
-			return trove.Errorf(trove.EINVALID, "limit must be an integer, got %q", v)
-		}
+	limit, err := queryLimit(q) // the same rule as every list
+	if err != nil {
+		return err
 	}
 	wait, err := parseWait(q.Get("wait"))
 	if err != nil {
 		return err
 	}
 	storeID := r.PathValue("memory_store_id")
-	ctx := r.Context()
+	// A stream or a long poll lasts: it re-checks its credential (live.go).
+	ctx, done := s.liveCredential(r)
+	defer done()
 	page, err := s.changes.ListChanges(ctx, storeID, trove.ListChangesParams{After: after, Limit: limit})
 	if err != nil {
 		return err
 	}
 	if acceptsEventStream(r) {
-		return s.streamChanges(w, r, storeID, limit, page)
+		return s.streamChanges(ctx, w, r, storeID, limit, page)
 	}
 	if wait > 0 && len(page.Changes) == 0 {
 		if r.ProtoMajor == 1 {
@@ -190,10 +190,15 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case werr == nil && head > page.Cursor:
 			if page, err = s.changes.ListChanges(ctx, storeID, trove.ListChangesParams{After: page.Cursor, Limit: limit}); err != nil {
+				if lost := trove.CredentialLost(ctx); lost != nil {
+					return lost
+				}
 				return err
 			}
 		case errors.Is(werr, context.DeadlineExceeded) && ctx.Err() == nil:
 			// Nothing within wait: the empty page stands.
+		case trove.CredentialLost(ctx) != nil:
+			return trove.CredentialLost(ctx)
 		case werr != nil:
 			return werr
 		}
@@ -220,11 +225,12 @@ func acceptsEventStream(r *http.Request) bool {
 }
 
 // streamChanges sends first and every later change as server-sent events
-// until the client leaves, the server shuts down, or an error (sent as an
-// error event). Each write gets a fresh Timeouts.Write deadline, so a
-// stream lives as long as its client reads it.
-func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, storeID string, limit int, page *trove.ChangeBatch) error {
-	ctx := r.Context()
+// until the client leaves, the server shuts down, the credential stops
+// being valid (ctx, from liveCredential: its error is sent as an error
+// event), or an error (sent as an error event). Each write gets a fresh
+// Timeouts.Write deadline, so a stream lives as long as its client reads
+// it and its credential holds.
+func (s *Server) streamChanges(ctx context.Context, w http.ResponseWriter, r *http.Request, storeID string, limit int, page *trove.ChangeBatch) error {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -260,6 +266,10 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, storeID s
 			_, err := s.changes.WaitChanges(wctx, storeID, cursor)
 			stop()
 			cancel()
+			if lost := trove.CredentialLost(ctx); lost != nil {
+				s.sendStreamError(send, w, r, lost)
+				return nil
+			}
 			if ctx.Err() != nil || s.closing.Err() != nil {
 				return nil
 			}
@@ -276,6 +286,10 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, storeID s
 		}
 		var err error
 		if page, err = s.changes.ListChanges(ctx, storeID, trove.ListChangesParams{After: cursor, Limit: limit}); err != nil {
+			if lost := trove.CredentialLost(ctx); lost != nil {
+				s.sendStreamError(send, w, r, lost)
+				return nil
+			}
 			if ctx.Err() != nil {
 				return nil
 			}

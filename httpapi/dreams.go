@@ -245,7 +245,7 @@ func (s *Server) getDream(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listDreams(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err

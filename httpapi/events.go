@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/trovehq/trove"
@@ -48,13 +52,11 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) error {
 		if raw.Kind() != '{' {
 			return trove.Errorf(trove.EINVALID, "events[%d] must be a JSON object", i)
 		}
-		var head struct {
-			Type *string `json:"type"`
+		typ, err := decodeEventHead(i, raw)
+		if err != nil {
+			return err
 		}
-		if err := stdjson.Unmarshal(raw, &head); err != nil || head.Type == nil {
-			return trove.Errorf(trove.EINVALID, "events[%d].type is required and must be a string", i)
-		}
-		evs[i] = trove.NewSessionEvent{Type: *head.Type, Body: string(raw)}
+		evs[i] = trove.NewSessionEvent{Type: typ, Body: string(raw)}
 	}
 	out, err := s.events.AppendEvents(r.Context(), r.PathValue("session_id"), evs)
 	if err != nil {
@@ -68,7 +70,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err
@@ -82,4 +84,54 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		out.Data[i] = eventToWire(&page.Data[i])
 	}
 	return s.ok(w, &out)
+}
+
+// serverEventMembers are the members of an event the server sets or reads
+// itself; a member whose name differs from one of them only in case is
+// refused, as every body's member names are matched case-sensitively.
+var serverEventMembers = []string{"type", "id", "processed_at"}
+
+// decodeEventHead reads events[i]'s type with the same strict decoder
+// options as every request body (decodeOptions: case-sensitive names, no
+// duplicates, valid UTF-8), and refuses members that differ from the
+// server's (serverEventMembers) only in case, so that {"TYPE": …} is
+// neither taken for "type" nor kept beside it. Other members are the
+// event's own shape and pass unread.
+func decodeEventHead(i int, raw jsontext.Value) (string, error) {
+	bad := func() error { return trove.Errorf(trove.EINVALID, "events[%d] must be a JSON object", i) }
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), decodeOptions)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", bad()
+	}
+	var typ *string
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return "", trove.Errorf(trove.EINVALID, "events[%d]: %s", i, trove.ErrorMessage(jsonError(err)))
+		}
+		name := tok.String()
+		for _, m := range serverEventMembers {
+			if name != m && strings.EqualFold(name, m) {
+				return "", trove.Errorf(trove.EINVALID, "events[%d]: unknown member %s; member names are case-sensitive (did you mean %q?)", i, strconv.Quote(truncate(name, 80)), m)
+			}
+		}
+		if name != "type" {
+			if err := dec.SkipValue(); err != nil {
+				return "", trove.Errorf(trove.EINVALID, "events[%d]: %s", i, trove.ErrorMessage(jsonError(err)))
+			}
+			continue
+		}
+		var v string
+		if err := json.UnmarshalDecode(dec, &v, decodeOptions); err != nil {
+			return "", trove.Errorf(trove.EINVALID, "events[%d].type is required and must be a string", i)
+		}
+		typ = &v
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return "", trove.Errorf(trove.EINVALID, "events[%d]: %s", i, trove.ErrorMessage(jsonError(err)))
+	}
+	if typ == nil {
+		return "", trove.Errorf(trove.EINVALID, "events[%d].type is required and must be a string", i)
+	}
+	return *typ, nil
 }

@@ -61,7 +61,7 @@ func (s *Server) updateStore(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listStores(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *Server) archiveStore(w http.ResponseWriter, r *http.Request) error {
 // Memories.
 
 func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
-	view := queryView(r) // core checks it and applies the endpoint's default
+	view := queryView(w, r) // core checks it and applies the endpoint's default
 	var body wireCreateMemory
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
@@ -126,7 +126,7 @@ func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
-	view := queryView(r) // core checks it and applies the endpoint's default
+	view := queryView(w, r) // core checks it and applies the endpoint's default
 	m, err := s.svc.GetMemory(r.Context(), r.PathValue("memory_store_id"), r.PathValue("memory_id"), view)
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
-	view := queryView(r) // core checks it and applies the endpoint's default
+	view := queryView(w, r) // core checks it and applies the endpoint's default
 	var body wireUpdateMemory
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
@@ -164,7 +164,7 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	view := trove.View(q.Get("view")) // core checks it and applies the endpoint's default
 	limit, err := queryLimit(q)
 	if err != nil {
@@ -195,9 +195,9 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) error {
-	expected := r.URL.Query().Get("expected_content_sha256")
-	if expected != "" && !validSHA256(expected) {
-		return shaError("expected_content_sha256", expected)
+	expected, err := queryPrecondition(queryOf(w, r), "expected_content_sha256")
+	if err != nil {
+		return err
 	}
 	id := r.PathValue("memory_id")
 	if err := s.svc.DeleteMemory(r.Context(), r.PathValue("memory_store_id"), id, expected); err != nil {
@@ -209,7 +209,7 @@ func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) error {
 // Memory versions.
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
-	view := queryView(r) // core checks it and applies the endpoint's default
+	view := queryView(w, r) // core checks it and applies the endpoint's default
 	v, err := s.svc.GetVersion(r.Context(), r.PathValue("memory_store_id"), r.PathValue("memory_version_id"), view)
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	view := trove.View(q.Get("view")) // core checks it and applies the endpoint's default
 	limit, err := queryLimit(q)
 	if err != nil {
@@ -306,7 +306,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err
@@ -334,9 +334,9 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) error {
 
 // queryView returns the view query parameter ("" when absent), parsing the
 // query only when there is one: a get's hot path has none.
-func queryView(r *http.Request) trove.View {
+func queryView(w http.ResponseWriter, r *http.Request) trove.View {
 	if r.URL.RawQuery == "" {
 		return ""
 	}
-	return trove.View(r.URL.Query().Get("view"))
+	return trove.View(queryOf(w, r).Get("view"))
 }

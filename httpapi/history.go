@@ -204,7 +204,7 @@ func auditReportToWire(r *trove.AuditReport) wireAuditReport {
 
 func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path string, kind routeKind, fn handlerFunc)) {
 	add("GET", historyBase+"/as_of/memories", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
-		q := r.URL.Query()
+		q := queryOf(w, r)
 		at, err := trove.ParseMoment(q.Get("at"))
 		if err != nil {
 			return err
@@ -222,7 +222,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 		return s.ok(w, asOfPageToWire(p))
 	})
 	add("GET", historyBase+"/as_of/memory", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
-		q := r.URL.Query()
+		q := queryOf(w, r)
 		at, err := trove.ParseMoment(q.Get("at"))
 		if err != nil {
 			return err
@@ -234,7 +234,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 		return s.ok(w, histVersionToWire(v))
 	})
 	add("GET", historyBase+"/diff", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
-		q := r.URL.Query()
+		q := queryOf(w, r)
 		from, err := trove.ParseMoment(q.Get("from"))
 		if err != nil {
 			return err

@@ -72,7 +72,7 @@ var searchQueryParams = map[string]bool{"q": true, "store_id": true, "path_prefi
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set(searchHeader, "1")
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	for k, v := range q {
 		if !searchQueryParams[k] {
 			return trove.Errorf(trove.EINVALID, "unknown query parameter %q; use q, store_id, path_prefix, limit and page", k)

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -67,6 +68,10 @@ type Config struct {
 	// FeedHeartbeat is how often an idle change stream sends a comment
 	// line; 0 means DefaultFeedHeartbeat.
 	FeedHeartbeat time.Duration
+	// CredentialCheck is how often a long-lived request (a stream, a long
+	// poll) re-checks its credential and ends when it is no longer valid
+	// (live.go); 0 means trove.DefaultCredentialCheck.
+	CredentialCheck time.Duration
 	// Console, when not nil, is served under /console/ (the web console),
 	// and GET / redirects there; it gets the same timeouts, request IDs,
 	// logs and metrics (route "console") as the API. nil: both are 404.
@@ -154,6 +159,7 @@ type Server struct {
 
 	changes   trove.ChangeService // nil: no feed
 	heartbeat time.Duration
+	credCheck time.Duration   // Config.CredentialCheck
 	closing   context.Context // done once the http.Server shuts down: streams end
 	close     context.CancelFunc
 }
@@ -211,6 +217,7 @@ func NewServer(cfg Config) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultFeedHeartbeat
 	}
+	s.credCheck = cfg.CredentialCheck
 	s.closing, s.close = context.WithCancel(context.Background())
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -318,8 +325,9 @@ type recorder struct {
 	write   time.Duration           // Timeouts.Write
 	status  int
 	route   string
-	started bool // the write deadline is armed
-	linger  bool // the body was refused unread: drain it after the answer (refuseBody)
+	started bool       // the write deadline is armed
+	linger  bool       // the body was refused unread: drain it after the answer (refuseBody)
+	query   url.Values // the request's query as dispatch parsed it (queryOf)
 
 	// Values of the response headers ServeHTTP and dispatch set, held
 	// here so that they cost no allocation of their own: the recorder
@@ -538,6 +546,21 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			}
 			r = r.WithContext(trove.WithPrincipal(r.Context(), p))
 		}
+		if r.URL.RawQuery != "" {
+			// The whole query, for every route, once the caller is known
+			// (query.go): handlers read it through queryOf.
+			q, err := parseQuery(r.URL.RawQuery)
+			if err != nil {
+				if m := routeMarkers[rt.path]; m != "" {
+					w.Header().Set(m, "1") // as the handler would have
+				}
+				s.writeError(w, r, err)
+				return
+			}
+			if rec, isRec := w.(*recorder); isRec {
+				rec.query = q
+			}
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -568,6 +591,14 @@ func (s *Server) narrowDeadline(r *http.Request) {
 	nctx, cancel := context.WithDeadline(ctx, dl)
 	context.AfterFunc(ctx, cancel)
 	*r = *r.WithContext(nctx)
+}
+
+// routeMarkers are the headers Trove's own endpoints put on every answer,
+// errors included, so that a client tells "no such endpoint" from a
+// refusal; dispatch adds them to the refusals it makes for the handler.
+var routeMarkers = map[string]string{
+	"/trove/v1/memory_stores/{memory_store_id}/changes": changesHeader,
+	"/trove/v1/search": searchHeader,
 }
 
 // authenticate reads the credential from Authorization: Bearer or
