@@ -113,9 +113,9 @@ func openBackendWith(ctx context.Context, dataDir, databaseURL string, autoMigra
 		if err != nil {
 			return nil, fmt.Errorf("opening PostgreSQL: %w", err)
 		}
-		b.driver, b.kind, b.where, b.close = db, "postgres", redactURL(databaseURL), db.Close
+		b.driver, b.kind, b.where, b.close = db, "postgres", postgres.RedactDSN(databaseURL), db.Close
 	case databaseURL != "":
-		return nil, trove.Errorf(trove.EINVALID, "--database must be a postgres:// or postgresql:// URL (leave it empty for SQLite in --data), got %q", redactURL(databaseURL))
+		return nil, trove.Errorf(trove.EINVALID, "--database must be a postgres:// or postgresql:// URL (leave it empty for SQLite in --data), got %q", postgres.RedactDSN(databaseURL))
 	default:
 		if dataDir == "" {
 			return nil, trove.Errorf(trove.EINVALID, "no data directory: pass --data or set TROVE_DATA")
@@ -158,23 +158,6 @@ func openLocal(ctx context.Context, dataDir, databaseURL string, autoMigrate boo
 	return b.svc, b.close, nil
 }
 
-// redactURL hides the password of a database URL.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
-	}
-	user := rest[:at]
-	if name, _, hasPw := strings.Cut(user, ":"); hasPw {
-		user = name + ":xxxxx"
-	}
-	return scheme + "://" + user + rest[at:]
-}
-
 // ---- the target: where client commands act ----
 
 // targetRule is the one rule that picks the target, as help and README
@@ -205,7 +188,7 @@ func (t *target) String() string {
 	case t.remote():
 		return fmt.Sprintf("server %s (from %s)", t.url, t.from)
 	case t.dbURL != "":
-		return fmt.Sprintf("PostgreSQL database %s (from %s)", redactURL(t.dbURL), t.from)
+		return fmt.Sprintf("PostgreSQL database %s (from %s)", postgres.RedactDSN(t.dbURL), t.from)
 	}
 	return fmt.Sprintf("local database %s (from %s)", filepath.Join(t.data, "trove.db"), t.from)
 }
@@ -216,7 +199,7 @@ func (t *target) where() string {
 	case t.remote():
 		return t.url
 	case t.dbURL != "":
-		return redactURL(t.dbURL)
+		return postgres.RedactDSN(t.dbURL)
 	}
 	return filepath.Join(t.data, "trove.db")
 }

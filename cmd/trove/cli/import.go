@@ -9,6 +9,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/archive"
+	"github.com/trovehq/trove/storage/postgres"
 )
 
 func newImportCmd(e *env) *cobra.Command {
@@ -119,7 +120,7 @@ func importTarget(sf *storeFlags) string {
 	case sf.url != "":
 		return sf.url
 	case sf.dbURL != "":
-		return redactURL(sf.dbURL)
+		return postgres.RedactDSN(sf.dbURL)
 	}
 	if abs, err := filepath.Abs(sf.data); err == nil {
 		return abs

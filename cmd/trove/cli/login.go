@@ -20,6 +20,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/storage/postgres"
 )
 
 // probeResult is what one authenticated request to a server found.
@@ -197,7 +198,7 @@ workspace, and whether it answers. It exits 1 when the target does not answer.
 			}
 			where := filepath.Join(t.data, "trove.db")
 			if t.dbURL != "" {
-				where = redactURL(t.dbURL)
+				where = postgres.RedactDSN(t.dbURL)
 			}
 			fmt.Fprintf(e.stdout, "database:  %s\nchosen by: %s\n", where, t.from)
 			if t.dbURL == "" {
