@@ -1,0 +1,1 @@
+-- placeholder; the real migration comes from branch i21-runtime
