@@ -173,7 +173,7 @@ func testStoreStats(t *testing.T, open Opener) {
 	e := newEnv(t, open, trove.Limits{})
 	s := e.store(t, "S")
 	e.wantStats(t, "empty", s.ID, 0, 0, 0)
-	a := e.memory(t, s.ID, "/d/a", "hello")        // 5
+	a := e.memory(t, s.ID, "/d/a", "hello")       // 5
 	b := e.memory(t, s.ID, "/d/b", "héllo wörld") // 13
 	e.memory(t, s.ID, "/c", "")
 	e.wantStats(t, "three creates", s.ID, 3, 18, 3)
