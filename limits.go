@@ -26,6 +26,22 @@ type Limits struct {
 	MaxSessionEventBytes int64         // a session's transcript, bytes (16 MiB)
 	MaxDreamSessions     int           // input sessions of a dream (100)
 	MaxDreamModelChars   int           // a dream's model id, characters (256)
+	// MaxStoresPerWorkspace bounds a workspace's stores, archived ones
+	// included (deleted ones are gone): creating or forking one more is
+	// EINVALID (1,000).
+	MaxStoresPerWorkspace int
+	// MaxStoreBytes bounds the sum of the content sizes of a store's live
+	// memories (Memory.SizeBytes, UTF-8 bytes; paths, metadata and the
+	// versions' content are not counted): a create or an update that would
+	// take the store past it is EINVALID, one that shrinks or keeps the
+	// size is not (100 MB read as 100 MiB, 104,857,600, the way 100 kB is
+	// 102,400).
+	MaxStoreBytes int
+	// MaxVersionsPerStore bounds a store's retained versions (redacted ones
+	// included, the ones retention deleted not): a write that would add a
+	// version past it is refused with EINVALID, retention frees room
+	// (250,000).
+	MaxVersionsPerStore int
 }
 
 // DefaultLimits returns the documented defaults.
@@ -52,5 +68,9 @@ func DefaultLimits() Limits {
 		MaxSessionEventBytes: 16 << 20,
 		MaxDreamSessions:     100,
 		MaxDreamModelChars:   256,
+
+		MaxStoresPerWorkspace: 1000,
+		MaxStoreBytes:         100 << 20,
+		MaxVersionsPerStore:   250000,
 	}
 }

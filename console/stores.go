@@ -17,7 +17,8 @@ import (
 type storeRow struct {
 	trove.Store
 	Memories   int
-	SizeBytes  int
+	SizeBytes  int64
+	Versions   int64     // -1: unknown (services without trove.StoreStatsService)
 	LastChange time.Time // newest version, else the store's UpdatedAt
 	Partial    bool      // counting stopped at the store limit
 }
@@ -28,32 +29,43 @@ type storesData struct {
 	Next     string // cursor of the next page
 }
 
-// storeStats counts a store's live memories and their bytes by paging
-// the basic listing (at most the store limit of memories), and finds its
-// last change from the newest version.
+// storeStats finds a store's live memory count, their bytes and its
+// version count, and its last change from the newest version. With
+// services that keep counters (trove.StoreStatsService: core, and
+// httpapi.Client) that is one read whatever the store holds; other
+// services' memories are counted by paging the basic listing (at most the
+// store limit of memories).
 func (h *Handler) storeStats(r *http.Request, st *trove.Store) (storeRow, error) {
-	row := storeRow{Store: *st, LastChange: st.UpdatedAt}
+	row := storeRow{Store: *st, LastChange: st.UpdatedAt, Versions: -1}
 	ctx := r.Context()
-	cursor := ""
-	for {
-		pg, err := h.svc.ListMemories(ctx, st.ID, trove.ListMemoriesParams{Limit: h.limits.MaxPageSize, Cursor: cursor})
+	if ss, ok := h.svc.(trove.StoreStatsService); ok {
+		c, err := ss.StoreStats(ctx, st.ID)
 		if err != nil {
 			return row, err
 		}
-		for _, it := range pg.Data {
-			if it.Memory != nil {
-				row.Memories++
-				row.SizeBytes += it.Memory.SizeBytes
+		row.Memories, row.SizeBytes, row.Versions = c.MemoryCount, c.ContentBytes, c.VersionCount
+	} else {
+		cursor := ""
+		for {
+			pg, err := h.svc.ListMemories(ctx, st.ID, trove.ListMemoriesParams{Limit: h.limits.MaxPageSize, Cursor: cursor})
+			if err != nil {
+				return row, err
 			}
+			for _, it := range pg.Data {
+				if it.Memory != nil {
+					row.Memories++
+					row.SizeBytes += int64(it.Memory.SizeBytes)
+				}
+			}
+			if pg.NextPage == "" {
+				break
+			}
+			if row.Memories >= h.limits.MaxMemoriesPerStore {
+				row.Partial = true
+				break
+			}
+			cursor = pg.NextPage
 		}
-		if pg.NextPage == "" {
-			break
-		}
-		if row.Memories >= h.limits.MaxMemoriesPerStore {
-			row.Partial = true
-			break
-		}
-		cursor = pg.NextPage
 	}
 	vs, err := h.svc.ListVersions(ctx, st.ID, trove.ListVersionsParams{Limit: 1})
 	if err != nil {
@@ -98,9 +110,14 @@ func (h *Handler) statsJSON(w http.ResponseWriter, r *http.Request, s *signed) e
 	if row.Partial {
 		n += "+"
 	}
+	versions := "?"
+	if row.Versions >= 0 {
+		versions = strconv.FormatInt(row.Versions, 10)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(map[string]string{
-		"memories": n, "size": humanBytes(row.SizeBytes), "last_change": row.LastChange.UTC().Format("2006-01-02 15:04:05 UTC"),
+		"memories": n, "size": humanBytes(int(row.SizeBytes)), "versions": versions,
+		"last_change": row.LastChange.UTC().Format("2006-01-02 15:04:05 UTC"),
 	})
 }
 

@@ -128,6 +128,9 @@ func withDefaults(l trove.Limits) trove.Limits {
 	fill(&l.MaxSessionEvents, d.MaxSessionEvents)
 	fill(&l.MaxDreamSessions, d.MaxDreamSessions)
 	fill(&l.MaxDreamModelChars, d.MaxDreamModelChars)
+	fill(&l.MaxStoresPerWorkspace, d.MaxStoresPerWorkspace)
+	fill(&l.MaxStoreBytes, d.MaxStoreBytes)
+	fill(&l.MaxVersionsPerStore, d.MaxVersionsPerStore)
 	if l.MaxSessionEventBytes <= 0 {
 		l.MaxSessionEventBytes = d.MaxSessionEventBytes
 	}

@@ -83,6 +83,9 @@ func (s *Service) RenameDirectory(ctx context.Context, storeID string, p trove.R
 		if err := checkRenameOverlap(ctx, tx, storeID, p.From, p.To, movers, moving); err != nil {
 			return err
 		}
+		if err := s.checkGrowth(ctx, tx, storeID, growth{versions: len(movers)}); err != nil {
+			return err
+		}
 		// The unique path index is checked row by row. A new path can equal
 		// the old path of another moving memory only when To is an ancestor
 		// of From, and then that other memory's old path is the shorter one:

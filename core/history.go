@@ -346,8 +346,9 @@ const forkPage = 2000
 // store and version. Memories whose version at the moment is redacted are
 // skipped and listed. Later writes to either store do not affect the other.
 // EFORBIDDEN for a session credential (it cannot create stores); EINVALID
-// for a bad name, description, metadata or moment, or more memories than
-// MaxMemoriesPerStore; ENOTFOUND for an unknown source store or version.
+// for a bad name, description, metadata or moment, a workspace at
+// MaxStoresPerWorkspace, or more memories or content than a store may hold
+// (MaxMemoriesPerStore, MaxVersionsPerStore, MaxStoreBytes); ENOTFOUND for an unknown source store or version.
 func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkStoreParams) (*trove.ForkResult, error) {
 	pr, err := principal(ctx)
 	if err != nil {
@@ -371,7 +372,11 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 			return err
 		}
 		out.Seq = seq
+		if err := s.checkStoreCount(ctx, tx, pr.WorkspaceID); err != nil {
+			return err
+		}
 		now := s.now()
+		var bytes int64
 		st := &trove.Store{
 			ID:          trove.NewID(trove.PrefixStore, now),
 			WorkspaceID: pr.WorkspaceID,
@@ -402,7 +407,13 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 				if out.Copied >= s.limits.MaxMemoriesPerStore {
 					return trove.Errorf(trove.EINVALID, "memory store %s held more than the limit of %d memories at version %d; it cannot be forked", storeID, s.limits.MaxMemoriesPerStore, seq)
 				}
+				if out.Copied >= s.limits.MaxVersionsPerStore {
+					return trove.Errorf(trove.EINVALID, "memory store %s held more memories at version %d than the limit of %d versions of the fork; it cannot be forked", storeID, seq, s.limits.MaxVersionsPerStore)
+				}
 				content := *v.Content
+				if bytes += int64(len(content)); bytes > int64(s.limits.MaxStoreBytes) {
+					return trove.Errorf(trove.EINVALID, "memory store %s held more than the limit of %d bytes of memory content at version %d; it cannot be forked", storeID, s.limits.MaxStoreBytes, seq)
+				}
 				m := &trove.Memory{
 					ID: trove.NewID(trove.PrefixMemory, now), StoreID: st.ID, Path: *v.Path, Content: &content,
 					SizeBytes: len(content), SHA256: *v.SHA256, VersionID: trove.NewID(trove.PrefixVersion, now),
@@ -622,21 +633,19 @@ func (s *Service) applyRollback(ctx context.Context, tx storage.Tx, pr *trove.Pr
 			op := trove.OpModified
 			if c.Action == trove.RollbackRestore {
 				op = trove.OpCreated
-				n, err := tx.MemoryCount(ctx, storeID)
-				if err != nil {
-					return err
+				if err := s.checkGrowth(ctx, tx, storeID, growth{memories: 1, bytes: int64(len(content)), versions: 1}); err != nil {
+					return trove.Errorf(trove.EINVALID, "restoring %s: %s", c.MemoryID, trove.ErrorMessage(err))
 				}
-				if n >= s.limits.MaxMemoriesPerStore {
-					return trove.Errorf(trove.EINVALID, "memory store %s is at the limit of %d memories; restoring %s would exceed it", storeID, s.limits.MaxMemoriesPerStore, c.MemoryID)
-				}
-				err = tx.MemoryInsert(ctx, m)
-				if err != nil {
+				if err := tx.MemoryInsert(ctx, m); err != nil {
 					return err
 				}
 			} else {
 				old, err := tx.MemoryGet(ctx, storeID, c.MemoryID, false)
 				if err != nil {
 					return err
+				}
+				if err := s.checkGrowth(ctx, tx, storeID, growth{bytes: int64(len(content) - old.SizeBytes), versions: 1}); err != nil {
+					return trove.Errorf(trove.EINVALID, "reverting %s: %s", c.MemoryID, trove.ErrorMessage(err))
 				}
 				m.CreatedAt = old.CreatedAt
 				if err := tx.MemoryUpdate(ctx, m); err != nil {

@@ -252,6 +252,37 @@ func (t *memTx) MemoryCount(ctx context.Context, storeID string) (int, error) {
 	return n, nil
 }
 
+// StoreStats counts (the in-memory driver has no stored counters; the
+// conformance suite checks what the counts must be).
+func (t *memTx) StoreStats(ctx context.Context, storeID string) (storage.StoreStats, error) {
+	if _, ok := t.st.stores[storeID]; !ok {
+		return storage.StoreStats{}, notFound("memory store", storeID)
+	}
+	var st storage.StoreStats
+	for _, m := range t.st.memories {
+		if m.StoreID == storeID {
+			st.MemoryCount++
+			st.ContentBytes += int64(m.SizeBytes)
+		}
+	}
+	for _, v := range t.st.versions {
+		if v.StoreID == storeID {
+			st.VersionCount++
+		}
+	}
+	return st, nil
+}
+
+func (t *memTx) WorkspaceStoreCount(ctx context.Context, ws string) (int, error) {
+	n := 0
+	for _, s := range t.st.stores {
+		if s.WorkspaceID == ws {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (t *memTx) MemoryFindOverlap(ctx context.Context, storeID, path, excludeID string) (*trove.Memory, error) {
 	var found []trove.Memory
 	for _, m := range t.st.memories {

@@ -14,7 +14,8 @@ import (
 // the path is used by, or is an ancestor or descendant of, another memory's
 // path. EINVALID for a bad path, content that is not valid UTF-8 or is larger
 // than MaxContentBytes, a bad view, an archived store, or a store already at
-// MaxMemoriesPerStore. ENOTFOUND for an unknown store; EFORBIDDEN for a
+// MaxMemoriesPerStore or MaxVersionsPerStore or that the content would take
+// past MaxStoreBytes (checkGrowth). ENOTFOUND for an unknown store; EFORBIDDEN for a
 // session that has the store read_only.
 func (s *Service) CreateMemory(ctx context.Context, storeID string, p trove.CreateMemoryParams) (*trove.Memory, error) {
 	pr, err := principal(ctx)
@@ -49,12 +50,8 @@ func (s *Service) CreateMemory(ctx context.Context, storeID string, p trove.Crea
 		if err := checkOverlap(ctx, tx, storeID, p.Path, ""); err != nil {
 			return err
 		}
-		n, err := tx.MemoryCount(ctx, storeID)
-		if err != nil {
+		if err := s.checkGrowth(ctx, tx, storeID, growth{memories: 1, bytes: int64(len(p.Content)), versions: 1}); err != nil {
 			return err
-		}
-		if n >= s.limits.MaxMemoriesPerStore {
-			return trove.Errorf(trove.EINVALID, "memory store %s has reached the limit of %d memories; delete memories before creating new ones (existing memories can still be updated)", storeID, s.limits.MaxMemoriesPerStore)
 		}
 		now := s.now()
 		content := p.Content
@@ -132,7 +129,9 @@ func (s *Service) GetMemory(ctx context.Context, storeID, memoryID string, view 
 // state already is what was asked for, so retries are idempotent).
 //
 // EINVALID when neither field is set, for a bad path, content, view or
-// precondition (not 64 lowercase hex), or on an archived store; EPRECONDITION
+// precondition (not 64 lowercase hex), on an archived store, or for a real
+// change to a store at MaxVersionsPerStore or that growing content would take
+// past MaxStoreBytes (checkGrowth); EPRECONDITION
 // when PreconditionSHA256 differs from the current content hash;
 // EPATHCONFLICT when the new path overlaps another memory; ENOTFOUND for an
 // unknown store or memory; EFORBIDDEN for a session with the store read_only.
@@ -212,6 +211,9 @@ func (s *Service) UpdateMemory(ctx context.Context, storeID, memoryID string, p 
 			if err := checkOverlap(ctx, tx, storeID, newPath, m.ID); err != nil {
 				return err
 			}
+		}
+		if err := s.checkGrowth(ctx, tx, storeID, growth{bytes: int64(len(newContent) - m.SizeBytes), versions: 1}); err != nil {
+			return err
 		}
 		now := s.now()
 		m.Path = newPath

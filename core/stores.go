@@ -32,8 +32,8 @@ func (s *Service) validateNewStore(name, description string, metadata map[string
 }
 
 // CreateStore creates a store in the caller's workspace. It returns EINVALID
-// for a bad name, description or metadata (DetailCode "invalid_metadata"),
-// and EFORBIDDEN for a session credential.
+// for a bad name, description or metadata (DetailCode "invalid_metadata") or
+// a workspace at MaxStoresPerWorkspace (checkStoreCount), and EFORBIDDEN for a session credential.
 func (s *Service) CreateStore(ctx context.Context, p trove.CreateStoreParams) (*trove.Store, error) {
 	pr, err := principal(ctx)
 	if err != nil {
@@ -48,6 +48,9 @@ func (s *Service) CreateStore(ctx context.Context, p trove.CreateStoreParams) (*
 	}
 	var out *trove.Store
 	err = s.write(ctx, "CreateStore", func(tx storage.Tx) error {
+		if err := s.checkStoreCount(ctx, tx, pr.WorkspaceID); err != nil {
+			return err
+		}
 		now := s.now()
 		st := &trove.Store{
 			ID:          trove.NewID(trove.PrefixStore, now),

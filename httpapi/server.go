@@ -260,6 +260,9 @@ func NewServer(cfg Config) *Server {
 	if h, ok := cfg.Services.(trove.HistoryService); ok {
 		s.addHistoryRoutes(h, add) // history.go
 	}
+	if h, ok := cfg.Services.(trove.StoreStatsService); ok {
+		s.addStatsRoutes(h, add) // stats.go
+	}
 	if s.sess != nil {
 		add("POST", "/trove/v1/sessions", kindTrove, s.createSession)
 		add("GET", "/trove/v1/sessions", kindTrove, s.listSessions)

@@ -102,6 +102,20 @@ type Tx interface {
 	MemoryDelete(ctx context.Context, storeID, id string) error
 	// MemoryCount counts a store's live memories.
 	MemoryCount(ctx context.Context, storeID string) (int, error)
+	// StoreStats returns a store's stored counters (live memories, the sum
+	// of their SizeBytes, retained versions), which the driver keeps in the
+	// same transaction as every change to memories and versions whatever
+	// makes it (inserts, batches, updates, deletes, retention, store
+	// deletion, a rolled-back savepoint); one row read, never a count.
+	// ENOTFOUND for an unknown store.
+	StoreStats(ctx context.Context, storeID string) (StoreStats, error)
+	// WorkspaceStoreCount returns the number of stores of a workspace
+	// (archived ones included), a stored counter kept by StoreInsert and
+	// StoreDelete, and in a Write serializes every other
+	// WorkspaceStoreCount of the same workspace until the transaction
+	// ends, so a check against a limit followed by StoreInsert holds
+	// across processes and nodes. 0 for a workspace without stores.
+	WorkspaceStoreCount(ctx context.Context, workspaceID string) (int, error)
 	// MemoryFindOverlap returns a live memory other than excludeID whose path
 	// equals path, is an ancestor of it, or is a descendant of it (whole
 	// segments), or nil when there is none.
@@ -274,6 +288,13 @@ type Tx interface {
 	// is true and its WakeSeq is still wakeSeq (no wake since the caller
 	// read it). ECONFLICT when owner does not hold the lease.
 	JobRelease(ctx context.Context, kind, key, owner string, wakeSeq int64, done bool) error
+}
+
+// StoreStats are a store's counters (see Tx.StoreStats).
+type StoreStats struct {
+	MemoryCount  int
+	ContentBytes int64
+	VersionCount int64
 }
 
 // EventListParams filters EventList.

@@ -94,6 +94,12 @@ var tests = []struct {
 	{"ConcurrentLimit", testConcurrentLimit},
 	{"ConcurrentPrecondition", testConcurrentPrecondition},
 	{"ConcurrentMetadataMerge", testConcurrentMetadataMerge},
+	// Store and workspace limits, and the counters behind them (limits.go)
+	{"StoreCountLimit", testStoreCountLimit},
+	{"StoreBytesLimit", testStoreBytesLimit},
+	{"VersionLimit", testVersionLimit},
+	{"StoreStats", testStoreStats},
+	{"ConcurrentStoreLimits", testConcurrentStoreLimits},
 	// Change feed (changes.go)
 	{"Changes", testChanges},
 	{"ChangesWait", testChangesWait},
@@ -147,6 +153,7 @@ func (c *clock) Advance(d time.Duration) {
 // env is one service over a fresh database, with an API key in
 // workspace A (ctx) and one in workspace B (ctxB).
 type env struct {
+	db    storage.Driver
 	svc   *core.Service
 	clock *clock
 	ctx   context.Context
@@ -167,7 +174,7 @@ func newEnv(t *testing.T, open Opener, limits trove.Limits) *env {
 	t.Cleanup(func() { d.Close() })
 	clock := newClock(t0, time.Millisecond)
 	svc := core.New(d, core.Options{Limits: limits, Now: clock.Now})
-	e := &env{svc: svc, clock: clock}
+	e := &env{db: d, svc: svc, clock: clock}
 	var p *trove.Principal
 	e.ctx, p = e.keyCtx(t, wsA)
 	e.keyID = p.Actor.APIKeyID

@@ -82,6 +82,7 @@ func (t *tx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*tr
 		contents               [][]byte
 		sizes                  []int
 		created, updated       []time.Time
+		batchBytes             int64 // the stores row's content_bytes (migration 0014)
 	)
 	for _, m := range ms {
 		if m.StoreID != storeID || m.Content == nil {
@@ -89,6 +90,7 @@ func (t *tx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*tr
 		}
 		ids, paths, shas, vids = append(ids, m.ID), append(paths, m.Path), append(shas, m.SHA256), append(vids, m.VersionID)
 		contents, sizes = append(contents, contentBytes(m.Content)), append(sizes, m.SizeBytes)
+		batchBytes += int64(m.SizeBytes)
 		created, updated = append(created, m.CreatedAt), append(updated, m.UpdatedAt)
 	}
 	// The counter row is updated once below, not once per memory by the
@@ -106,7 +108,8 @@ func (t *tx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*tr
 		return translateFK(err, "memory store")
 	}
 	if _, err := t.exec(ctx, `WITH off AS (SELECT set_config('trove.bulk_count', 'off', true))
-		UPDATE stores SET memory_count = memory_count + $2 FROM off WHERE id = $1`, storeID, tag.RowsAffected()); err != nil {
+		UPDATE stores SET memory_count = memory_count + $2, content_bytes = content_bytes + $3 FROM off WHERE id = $1`,
+		storeID, tag.RowsAffected(), batchBytes); err != nil {
 		return translate(err)
 	}
 	if int(tag.RowsAffected()) != n {
@@ -114,8 +117,9 @@ func (t *tx) MemoryInsertBatch(ctx context.Context, ms []*trove.Memory, vs []*tr
 	}
 	var last int64
 	var head []byte
-	if err := t.queryRow(ctx, `INSERT INTO version_seqs (store_id, last) VALUES ($1, $2)
-		ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + $2 RETURNING last, head`, storeID, n).Scan(&last, &head); err != nil {
+	if err := t.queryRow(ctx, `INSERT INTO version_seqs (store_id, last, retained) VALUES ($1, $2, $2)
+		ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + $2, retained = version_seqs.retained + $2
+		RETURNING last, head`, storeID, n).Scan(&last, &head); err != nil {
 		return translateFK(err, "memory store")
 	}
 	var (

@@ -56,7 +56,8 @@ const genesisSQL = `'\x000000000000000000000000000000000000000000000000000000000
 // version_seqs holds that row's lock until commit, so a store's numbers are
 // handed out in commit order across nodes; the same upsert advances the
 // store's chain head as sha256(prev || int8send(seq) || leaf), which is
-// trove.VersionChainHash (the conformance suite checks they agree).
+// trove.VersionChainHash (the conformance suite checks they agree), and
+// counts the version in retained (migration 0014).
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID := actorCols(v.CreatedBy)
 	rbType, rbID := actorCols(v.RedactedBy)
@@ -68,8 +69,8 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	var seq int64
 	var chain []byte
 	err := t.queryRow(ctx, `WITH n AS (
-			INSERT INTO version_seqs (store_id, last, head) VALUES ($2, 1, sha256(`+genesisSQL+` || int8send(1) || $15::bytea))
-			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1,
+			INSERT INTO version_seqs (store_id, last, head, retained) VALUES ($2, 1, sha256(`+genesisSQL+` || int8send(1) || $15::bytea), 1)
+			ON CONFLICT (store_id) DO UPDATE SET last = version_seqs.last + 1, retained = version_seqs.retained + 1,
 				head = sha256(coalesce(version_seqs.head, `+genesisSQL+`) || int8send(version_seqs.last + 1) || $15::bytea)
 			RETURNING last, head),
 		-- Delivered to every LISTENer at commit, once per transaction

@@ -81,8 +81,9 @@ func nullInt(n *int) any {
 // write transaction holds SQLite's only write lock, so numbers are handed
 // out in commit order. The statement that takes the number also advances
 // the store's chain head with trove_chain (trove.VersionChainHash,
-// registered with SQLite by Open), so an insert costs the same two
-// statements as before the chain.
+// registered with SQLite by Open) and counts the version in retained
+// (migration 0013), so an insert costs the same two statements as before
+// the chain and the counter.
 func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	cbType, cbID, err := actorCols(v.CreatedBy)
 	if err != nil {
@@ -96,8 +97,8 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 	var chain []byte
 	leaf := trove.VersionLeafHash(v)
 	err = t.queryRow(ctx, "memory store", v.StoreID, func(r rowScanner) error { return r.Scan(&seq, &chain) },
-		`INSERT INTO version_seqs (store_id, last, head) VALUES (?1, 1, trove_chain(NULL, 1, ?2))
-		ON CONFLICT (store_id) DO UPDATE SET last = last + 1, head = trove_chain(head, last + 1, ?2)
+		`INSERT INTO version_seqs (store_id, last, head, retained) VALUES (?1, 1, trove_chain(NULL, 1, ?2), 1)
+		ON CONFLICT (store_id) DO UPDATE SET last = last + 1, head = trove_chain(head, last + 1, ?2), retained = retained + 1
 		RETURNING last, head`, v.StoreID, leaf)
 	if isForeignKey(err) {
 		return notFound("memory store", v.StoreID)

@@ -48,6 +48,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"VersionChain", testVersionChain},
 		{"VersionAsOf", testVersionAsOf},
 		{"MemoryInsertBatch", testMemoryInsertBatch},
+		{"StoreStats", testStoreStats},
 		{"Keys", testKeys},
 		{"Sessions", testSessions},
 		{"Events", testEvents},

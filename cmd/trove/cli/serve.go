@@ -148,6 +148,12 @@ var limitFlags = []limitFlag{
 		func(l *trove.Limits) *int { return &l.MaxStoresPerSession }, 0},
 	{"max-instructions-chars", "TROVE_MAX_INSTRUCTIONS_CHARS", "instructions of one attached store, characters",
 		func(l *trove.Limits) *int { return &l.MaxInstructionsChars }, 0},
+	{"max-stores-per-workspace", "TROVE_MAX_STORES_PER_WORKSPACE", "memory stores in one workspace, archived ones included: at the limit creating or forking a store is a 400",
+		func(l *trove.Limits) *int { return &l.MaxStoresPerWorkspace }, 0},
+	{"max-store-bytes", "TROVE_MAX_STORE_BYTES", "sum of the content bytes of one store's live memories: a create or update that would pass it is a 400, shrinking is always allowed",
+		func(l *trove.Limits) *int { return &l.MaxStoreBytes }, 0},
+	{"max-versions-per-store", "TROVE_MAX_VERSIONS_PER_STORE", "retained versions of one store: at the limit creates, updates and renames are a 400 (deletes still work) until retention deletes old versions",
+		func(l *trove.Limits) *int { return &l.MaxVersionsPerStore }, 0},
 }
 
 // retentionFlag and retentionEnv set Limits.VersionRetention.
