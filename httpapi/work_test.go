@@ -40,7 +40,17 @@ func decodeSecret(t *testing.T, secret string) string {
 // on a second stop, 401 after revocation).
 func TestSDKWorkQueue(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, netHTTP)
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testSDKWorkQueue(t, newEnv(t, netHTTP))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testSDKWorkQueue(t, newPostgresEnv(t, netHTTP))
+	})
+}
+
+func testSDKWorkQueue(t *testing.T, e *testEnv) {
 	c := e.sdk()
 	ctx := context.Background()
 
