@@ -84,6 +84,7 @@ func TestScale(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%g%%", drv, pct), func(t *testing.T) {
 				d, size := open(t, drv)
 				measureRun(t, r, d, size, perStore, n)
+				t.Log("\n" + render([]*run{r})) // this run's figures, kept should a later one fail
 			})
 			if r.w != nil {
 				runs = append(runs, r)
