@@ -41,7 +41,8 @@ var forbidden = map[string][]string{
 	"console/...":          {"!/internal/textdiff", "!/dream", "/..."},
 	"internal/textdiff":    {"/..."},
 	"internal/certfile":    {"/..."},
-	"internal/bench":       {"/..."}, // benchmarks live in its test files
+	"internal/bench":       {"/..."},                                                                 // benchmarks live in its test files
+	"internal/scale":       {"/httpapi", "/storage/sqlite", "/storage/postgres", "/console", "/cmd"}, // its tests open the drivers
 	"internal/pgtest":      {"/..."},
 	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
 	"internal/claudetest":  {"/..."},
@@ -50,7 +51,7 @@ var forbidden = map[string][]string{
 
 // testKits are conformance suites and test helpers that only tests may
 // import: no non-test file outside the kit itself imports them.
-var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest"}
+var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest", "/internal/scale"}
 
 // testKitImport returns the kit that a non-test file in dir must not import
 // as rel (a module path relative to the module root), or "".
@@ -75,7 +76,7 @@ func TestBinaryLinksNoBenchmark(t *testing.T) {
 		t.Fatalf("go list -deps ./cmd/trove lacks httpapi; is it the binary?\n%s", out)
 	}
 	for _, p := range pkgs {
-		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", "github.com/valyala/fasthttp"} {
+		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", module + "/internal/scale", "github.com/valyala/fasthttp"} {
 			if p == bad || strings.HasPrefix(p, bad+"/") {
 				t.Errorf("the trove binary links %s", p)
 			}

@@ -225,11 +225,7 @@ func (s *Service) DiffStore(ctx context.Context, storeID string, from, to trove.
 		if out.ToSeq, err = resolveMoment(ctx, tx, storeID, to); err != nil {
 			return err
 		}
-		a, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: out.FromSeq})
-		if err != nil {
-			return err
-		}
-		b, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: out.ToSeq})
+		a, b, err := diffSides(ctx, tx, storeID, out.FromSeq, out.ToSeq)
 		if err != nil {
 			return err
 		}
@@ -242,7 +238,57 @@ func (s *Service) DiffStore(ctx context.Context, storeID string, from, to trove.
 	return out, nil
 }
 
-// diffVersions compares two as-of states of a store.
+// diffScanLimit bounds the versions between two moments that diffSides
+// reads to find the memories they touched; past it, the two whole as-of
+// states are cheaper than a point read per touched memory.
+const diffScanLimit = 2000
+
+// diffSides returns the two sides of a diff between fromSeq and toSeq: the
+// versions current at each moment of the memories that a version between
+// them touched (a memory no version touched is the same on both sides, so
+// diffVersions would skip it). The cost grows with the changes between the
+// moments, not with the store: one VersionScan of that range and two
+// point reads (VersionAsOf of one memory) per touched memory. Over
+// diffScanLimit versions apart, it reads both whole states instead.
+func diffSides(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toSeq int64) (a, b []trove.MemoryVersion, err error) {
+	lo, hi := min(fromSeq, toSeq), max(fromSeq, toSeq)
+	between, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: storeID, AfterSeq: lo, UpToSeq: hi, Limit: diffScanLimit + 1})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(between) > diffScanLimit {
+		if a, err = tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: fromSeq}); err != nil {
+			return nil, nil, err
+		}
+		b, err = tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: toSeq})
+		return a, b, err
+	}
+	seen := make(map[string]bool, len(between))
+	a, b = []trove.MemoryVersion{}, []trove.MemoryVersion{}
+	for _, v := range between {
+		if seen[v.MemoryID] {
+			continue
+		}
+		seen[v.MemoryID] = true
+		for _, side := range []struct {
+			seq int64
+			out *[]trove.MemoryVersion
+		}{{fromSeq, &a}, {toSeq, &b}} {
+			if side.seq == 0 {
+				continue
+			}
+			vs, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: side.seq, MemoryID: v.MemoryID})
+			if err != nil {
+				return nil, nil, err
+			}
+			*side.out = append(*side.out, vs...)
+		}
+	}
+	return a, b, nil
+}
+
+// diffVersions compares two as-of states of a store (or the parts of them
+// that differ).
 func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []trove.MemoryVersion, fromSeq, toSeq int64) ([]trove.MemoryDiff, error) {
 	before := make(map[string]*trove.MemoryVersion, len(a))
 	for i := range a {

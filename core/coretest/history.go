@@ -232,6 +232,19 @@ func checkAsOfModel(t *testing.T, e *env, rng *rand.Rand) {
 	if diff := cmp.Diff(modelDiff(expect(1), expect(len(moments))), diffSummary(d)); diff != "" {
 		t.Errorf("DiffStore(1, now) (-model +got):\n%s", diff)
 	}
+	// Diffs a few moments apart, both ways (core reads only what the
+	// versions between them touched).
+	for i := 1; i+3 <= len(moments); i += 2 {
+		for _, p := range [][2]int{{i, i + 3}, {i + 3, i}} {
+			d, err := e.svc.DiffStore(e.ctx, s.ID, trove.Moment{Seq: int64(p[0])}, trove.Moment{Seq: int64(p[1])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(modelDiff(expect(p[0]), expect(p[1])), diffSummary(d)); diff != "" {
+				t.Errorf("DiffStore(%d, %d) (-model +got):\n%s", p[0], p[1], diff)
+			}
+		}
+	}
 	_, err = e.svc.ListMemoriesAsOf(e.ctx, s.ID, trove.Moment{Seq: int64(len(moments) + 1)}, trove.ListMemoriesParams{})
 	wantCode(t, "as of a version number beyond the newest", err, trove.EINVALID)
 	_, err = e.svc.ListMemoriesAsOf(e.ctx, s.ID, trove.Moment{VersionID: "memver_missing"}, trove.ListMemoriesParams{})

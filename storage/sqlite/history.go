@@ -38,7 +38,13 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	inner := `SELECT memory_id AS mid, max(seq) AS s FROM versions WHERE store_id = ? AND seq <= ?`
 	args := []any{p.StoreID, p.Seq}
 	if p.MemoryID != "" {
-		inner += ` AND memory_id = ?`
+		// One memory: its own versions through versions_by_memory, not
+		// the store's whole history up to the moment through
+		// versions_by_seq (the planner's pick otherwise; the unary +
+		// keeps store_id and seq from using an index), so an as-of read
+		// costs what the memory's history does, not the store's
+		// (docs/perf/scale.md: 0.47 s → 1 ms at 25,000 versions).
+		inner = `SELECT memory_id AS mid, max(seq) AS s FROM versions WHERE +store_id = ? AND +seq <= ? AND memory_id = ?`
 		args = append(args, p.MemoryID)
 	}
 	inner += ` GROUP BY memory_id`

@@ -1,0 +1,356 @@
+package scale_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/console"
+	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/internal/loadgen"
+	"github.com/trovehq/trove/internal/pgtest"
+	"github.com/trovehq/trove/internal/scale"
+	"github.com/trovehq/trove/storage"
+	"github.com/trovehq/trove/storage/postgres"
+	"github.com/trovehq/trove/storage/sqlite"
+)
+
+var (
+	scales  = flag.String("scales", "", "comma-separated scales in percent to build and measure, e.g. 1,10 (empty: a quick check of the harness at 200 memories a store)")
+	drivers = flag.String("drivers", "sqlite,postgres", "drivers to measure")
+	iters   = flag.Int("iters", 200, "calls measured per call kind (each after 10 unmeasured)")
+	report  = flag.String("report", "", "write the markdown tables here")
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// result is one call kind's figures at one scale.
+type result struct {
+	p50, p99, cpu time.Duration
+}
+
+// run is one driver at one scale.
+type run struct {
+	driver string
+	pct    float64
+	w      *scale.Workspace
+	size   int64
+	calls  map[string]result
+	order  []string
+}
+
+// TestScale builds the workspace at each -scales percentage on each
+// -drivers driver and measures every call kind of issue 24 that this
+// harness reaches, then prints (and with -report writes) p50, p99 and CPU
+// per call at each scale and the ratio of the largest scale to the
+// smallest. Without -scales it checks the harness itself quickly: a small
+// build whose counters and history are what Build says, and every call
+// measured a few times.
+//
+//	go test -run TestScale -timeout 2h ./internal/scale/ -scales 1,10 -report /tmp/scale.md
+func TestScale(t *testing.T) {
+	quick := *scales == ""
+	pcts := []float64{1}
+	perStore, n := scale.MemoriesPerStore, *iters
+	if quick {
+		perStore, n = 200, 5
+	} else {
+		pcts = nil
+		for _, f := range strings.Split(*scales, ",") {
+			p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || p <= 0 || p > 100 {
+				t.Fatalf("-scales: bad percentage %q", f)
+			}
+			pcts = append(pcts, p)
+		}
+	}
+	var runs []*run
+	for _, drv := range strings.Split(*drivers, ",") {
+		for _, pct := range pcts {
+			r := &run{driver: drv, pct: pct, calls: map[string]result{}}
+			t.Run(fmt.Sprintf("%s/%g%%", drv, pct), func(t *testing.T) {
+				d, size := open(t, drv)
+				measureRun(t, r, d, size, perStore, n)
+				t.Log("\n" + render([]*run{r})) // this run's figures, kept should a later one fail
+			})
+			if r.w != nil {
+				runs = append(runs, r)
+			}
+		}
+	}
+	md := render(runs)
+	t.Log("\n" + md)
+	if *report != "" {
+		if err := os.WriteFile(*report, []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// open opens a fresh migrated database of drv and a function giving its
+// size on disk.
+func open(t *testing.T, drv string) (storage.Driver, func() int64) {
+	ctx := context.Background()
+	switch drv {
+	case "sqlite":
+		path := filepath.Join(t.TempDir(), "trove.db")
+		db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db, func() int64 {
+			var n int64
+			for _, f := range []string{path, path + "-wal"} {
+				if fi, err := os.Stat(f); err == nil {
+					n += fi.Size()
+				}
+			}
+			return n
+		}
+	case "postgres":
+		url := pgtest.SchemaURL(t)
+		db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, MaxConns: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db, func() int64 {
+			c, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx)
+			var n int64
+			if err := c.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+				JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("unknown driver %q", drv)
+	return nil, nil
+}
+
+func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, perStore, n int) {
+	ctx := context.Background()
+	// The bulk stores are full (10,000 memories); creates need room.
+	svc := core.New(d, core.Options{Limits: trove.Limits{MaxMemoriesPerStore: perStore + 10*n + 100}})
+	_, secret, err := svc.CreateKey(ctx, "wrkspc_scale", "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.Authenticate(ctx, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = trove.WithPrincipal(ctx, p)
+	w, err := scale.BuildSized(ctx, d, svc, r.pct/100, perStore, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w, r.size = w, size()
+	t.Logf("%s at %g %%: %d stores × %d memories (%.1f MB of content) + %d versions in %s; database %.1f MB",
+		r.driver, r.pct, len(w.Stores), perStore, float64(w.Bytes)/1e6, w.HistoryN, w.Took.Round(time.Second), float64(r.size)/1e6)
+
+	// What Build says it wrote is what the store counters hold.
+	st, err := svc.StoreStats(ctx, w.Stores[0])
+	if err != nil || st.MemoryCount != perStore {
+		t.Fatalf("first bulk store: %+v, %v; want %d memories", st, err, perStore)
+	}
+	hs, err := svc.StoreStats(ctx, w.History)
+	if err != nil || hs.VersionCount != int64(w.HistoryN) || hs.MemoryCount != len(w.HistIDs) {
+		t.Fatalf("history store: %+v, %v; want %d versions of %d memories", hs, err, w.HistoryN, len(w.HistIDs))
+	}
+	// Stores to attach to a session: up to 7 bulk stores, the history
+	// store, and empty ones to make 8.
+	attach := []trove.AttachStoreParams{{StoreID: w.History}}
+	for _, id := range w.Stores[:min(7, len(w.Stores))] {
+		attach = append(attach, trove.AttachStoreParams{StoreID: id})
+	}
+	for len(attach) < 8 {
+		s, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: fmt.Sprintf("empty-%d", len(attach))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attach = append(attach, trove.AttachStoreParams{StoreID: s.ID})
+	}
+	token, _, err := svc.StartConsoleSession(context.Background(), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := console.New(console.Config{Services: svc, Sessions: svc, Auth: svc})
+	page := func(path string) error {
+		req := httptest.NewRequest("GET", path, nil)
+		req.AddCookie(&http.Cookie{Name: console.CookieName, Value: token})
+		rec := httptest.NewRecorder()
+		ch.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %.200s", path, rec.Code, rec.Body.String())
+		}
+		return nil
+	}
+
+	s0, hist := w.Stores[0], w.History
+	head := int64(w.HistoryN)
+	rng := rand.New(rand.NewPCG(5, 6))
+	body := strings.Repeat("new memory line\n", 64)
+	type made struct{ id, sha string }
+	var created []made
+	calls := []struct {
+		name string
+		fn   func(i int) error
+	}{
+		{"get", func(i int) error {
+			_, err := svc.GetMemory(ctx, s0, w.MemoryIDs[rng.IntN(len(w.MemoryIDs))], trove.ViewFull)
+			return err
+		}},
+		{"create", func(i int) error {
+			m, err := svc.CreateMemory(ctx, s0, trove.CreateMemoryParams{Path: fmt.Sprintf("/new/n%05d.md", i), Content: body + strconv.Itoa(i)})
+			if err == nil {
+				created = append(created, made{m.ID, m.SHA256})
+			}
+			return err
+		}},
+		{"conditional update", func(i int) error {
+			c := &created[i%len(created)]
+			m, err := svc.UpdateMemory(ctx, s0, c.id, trove.UpdateMemoryParams{Content: ptr(body + "edited " + strconv.Itoa(i)), PreconditionSHA256: c.sha})
+			if err == nil {
+				c.sha = m.SHA256
+			}
+			return err
+		}},
+		{"delete", func(i int) error {
+			if len(created) == 0 {
+				return fmt.Errorf("nothing left to delete")
+			}
+			c := created[len(created)-1]
+			created = created[:len(created)-1]
+			return svc.DeleteMemory(ctx, s0, c.id, c.sha)
+		}},
+		{"list page, depth 0", func(i int) error {
+			_, err := svc.ListMemories(ctx, s0, trove.ListMemoriesParams{PathPrefix: fmt.Sprintf("/d%02d/", rng.IntN(100)), Limit: 100})
+			return err
+		}},
+		{"list page, depth 1 (root)", func(i int) error {
+			_, err := svc.ListMemories(ctx, s0, trove.ListMemoriesParams{Depth: 1, Limit: 100})
+			return err
+		}},
+		{"memory_versions page (store)", func(i int) error {
+			_, err := svc.ListVersions(ctx, hist, trove.ListVersionsParams{Limit: 100})
+			return err
+		}},
+		{"memory_versions page (one memory)", func(i int) error {
+			_, err := svc.ListVersions(ctx, hist, trove.ListVersionsParams{MemoryID: w.HistIDs[rng.IntN(len(w.HistIDs))], Limit: 100})
+			return err
+		}},
+		{"as-of page (head−10)", func(i int) error {
+			_, err := svc.ListMemoriesAsOf(ctx, hist, trove.Moment{Seq: head - 10}, trove.ListMemoriesParams{Limit: 100})
+			return err
+		}},
+		{"as-of read (head−10)", func(i int) error {
+			_, err := svc.GetMemoryAsOf(ctx, hist, trove.Moment{Seq: head - 10}, w.HistIDs[rng.IntN(len(w.HistIDs))], trove.ViewFull)
+			return err
+		}},
+		{"diff (head−20 → head−10)", func(i int) error {
+			_, err := svc.DiffStore(ctx, hist, trove.Moment{Seq: head - 20}, trove.Moment{Seq: head - 10})
+			return err
+		}},
+		{"change feed (after head−50)", func(i int) error {
+			_, err := svc.ListChanges(ctx, hist, trove.ListChangesParams{After: head - 50, Limit: 100})
+			return err
+		}},
+		{"session create, 8 stores", func(i int) error {
+			_, _, err := svc.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
+			return err
+		}},
+		{"store stats", func(i int) error {
+			_, err := svc.StoreStats(ctx, s0)
+			return err
+		}},
+		{"console store page", func(i int) error { return page("/console/stores/" + s0) }},
+		{"console store stats", func(i int) error { return page("/console/stores/" + s0 + "/stats") }},
+	}
+	const warm = 10
+	for _, c := range calls {
+		lat := make([]time.Duration, 0, n)
+		var cpu time.Duration
+		for i := range warm + n {
+			if c.name == "create" || c.name == "conditional update" || c.name == "delete" {
+				if i < warm {
+					continue // the writes are not warmed: each creates what the next deletes
+				}
+			}
+			c0, t0 := loadgen.ProcessCPU(), time.Now()
+			if err := c.fn(i); err != nil {
+				t.Fatalf("%s #%d: %v", c.name, i, err)
+			}
+			if i >= warm {
+				lat = append(lat, time.Since(t0))
+				cpu += loadgen.ProcessCPU() - c0
+			}
+		}
+		slices.Sort(lat)
+		r.calls[c.name] = result{p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)], cpu: cpu / time.Duration(len(lat))}
+		r.order = append(r.order, c.name)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64)
+}
+
+// render writes, per driver, the build line of each scale and a table of
+// every call at the smallest and the largest scale with their ratios.
+func render(runs []*run) string {
+	var b strings.Builder
+	byDriver := map[string][]*run{}
+	var names []string
+	for _, r := range runs {
+		if byDriver[r.driver] == nil {
+			names = append(names, r.driver)
+		}
+		byDriver[r.driver] = append(byDriver[r.driver], r)
+	}
+	for _, drv := range names {
+		rs := byDriver[drv]
+		fmt.Fprintf(&b, "### %s\n\n| scale | stores × memories | content | history versions | build | database |\n| --- | --- | --- | --- | --- | --- |\n", drv)
+		for _, r := range rs {
+			fmt.Fprintf(&b, "| %g %% | %d × %d | %.0f MB | %d | %s | %.0f MB |\n", r.pct, len(r.w.Stores), r.w.Memories/len(r.w.Stores),
+				float64(r.w.Bytes)/1e6, r.w.HistoryN, r.w.Took.Round(time.Second), float64(r.size)/1e6)
+		}
+		lo, hi := rs[0], rs[len(rs)-1]
+		fmt.Fprintf(&b, "\n| call | p50 ms @%g%% | p99 ms @%g%% | CPU ms @%g%% | p50 ms @%g%% | p99 ms @%g%% | CPU ms @%g%% | ratio p50 | ratio p99 | ratio CPU |\n",
+			lo.pct, lo.pct, lo.pct, hi.pct, hi.pct, hi.pct)
+		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, name := range lo.order {
+			a, z := lo.calls[name], hi.calls[name]
+			ratio := func(x, y time.Duration) string {
+				if x <= 0 {
+					return "–"
+				}
+				return strconv.FormatFloat(float64(y)/float64(x), 'f', 2, 64)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, ms(a.p50), ms(a.p99), ms(a.cpu), ms(z.p50), ms(z.p99), ms(z.cpu),
+				ratio(a.p50, z.p50), ratio(a.p99, z.p99), ratio(a.cpu, z.cpu))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
