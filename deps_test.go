@@ -45,6 +45,7 @@ var forbidden = map[string][]string{
 	"internal/pgtest":      {"/..."},
 	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
 	"internal/claudetest":  {"/..."},
+	"internal/release":     {"/..."}, // the release builder; never linked into trove
 }
 
 // testKits are conformance suites and test helpers that only tests may
@@ -74,7 +75,7 @@ func TestBinaryLinksNoBenchmark(t *testing.T) {
 		t.Fatalf("go list -deps ./cmd/trove lacks httpapi; is it the binary?\n%s", out)
 	}
 	for _, p := range pkgs {
-		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", "github.com/valyala/fasthttp"} {
+		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", module + "/internal/release", "github.com/valyala/fasthttp", "github.com/google/go-containerregistry", "github.com/CycloneDX/cyclonedx-go"} {
 			if p == bad || strings.HasPrefix(p, bad+"/") {
 				t.Errorf("the trove binary links %s", p)
 			}

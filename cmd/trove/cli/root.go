@@ -53,6 +53,7 @@ func commands(e *env) []*cobra.Command {
 		newImportCmd(e),
 		newApplyCmd(e),
 		newVersionCmd(e),
+		newHealthcheckCmd(e),
 		newDiffCmd(e),
 		newRollbackCmd(e),
 		newAuditCmd(e),
