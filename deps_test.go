@@ -47,6 +47,7 @@ var forbidden = map[string][]string{
 	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
 	"internal/claudetest":  {"/..."},
 	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream"},
+	"internal/release":     {"/..."}, // the release builder; never linked into trove
 }
 
 // testKits are conformance suites and test helpers that only tests may
@@ -76,7 +77,7 @@ func TestBinaryLinksNoBenchmark(t *testing.T) {
 		t.Fatalf("go list -deps ./cmd/trove lacks httpapi; is it the binary?\n%s", out)
 	}
 	for _, p := range pkgs {
-		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", module + "/internal/scale", "github.com/valyala/fasthttp"} {
+		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", module + "/internal/scale", module + "/internal/release", "github.com/valyala/fasthttp", "github.com/google/go-containerregistry", "github.com/CycloneDX/cyclonedx-go"} {
 			if p == bad || strings.HasPrefix(p, bad+"/") {
 				t.Errorf("the trove binary links %s", p)
 			}

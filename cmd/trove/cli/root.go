@@ -55,6 +55,7 @@ func commands(e *env) []*cobra.Command {
 		newImportCmd(e),
 		newApplyCmd(e),
 		newVersionCmd(e),
+		newHealthcheckCmd(e),
 		newDiffCmd(e),
 		newRollbackCmd(e),
 		newAuditCmd(e),

@@ -9,11 +9,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version returns trove's version from the build info: the module version
+// releaseVersion is set by release builds (internal/release) with
+// -ldflags "-X github.com/trovehq/trove/cmd/trove/cli.releaseVersion=v1.2.3";
+// it wins over the build info, which a build from a checkout lacks.
+var releaseVersion string
+
+// Version returns trove's version: releaseVersion when a release build set
+// it, else from the build info: the module version
 // when built by go install from a tagged module (v1.2.3, or a pseudo-version),
 // else "devel", followed by "+<revision>" (12 hex digits, ".dirty" for
 // uncommitted changes) when the build recorded the VCS state.
 var Version = sync.OnceValue(func() string {
+	if releaseVersion != "" {
+		return releaseVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"
