@@ -84,8 +84,8 @@ type ImportReport struct {
 	// again completes it.
 	Resumable bool `json:"resumable,omitempty"`
 
-	ownStore   bool     // the store was created by this import (this run or an earlier one)
-	written    []string // IDs of the memories this run created, in order
+	ownStore bool     // the store was created by this import (this run or an earlier one)
+	written  []string // IDs of the memories this run created, in order
 }
 
 // JournalFor returns the journal path Import uses for archivePath: the
