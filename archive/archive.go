@@ -8,11 +8,13 @@
 //	manifest.json                             the store, the memories with their hashes, every version
 //
 // manifest.json is the last entry, so an exporter streams the memories
-// without holding them; an importer reads the archive twice (the manifest,
-// then the files). Import verifies every file against the manifest's hash,
-// never overwrites a memory that differs, and is resumable: every step is
-// checked against what the target already holds by path and hash, and the
-// store it created is recorded in a journal next to the archive.
+// without holding them; an importer reads the archive twice, streaming:
+// first to check all of it (Check) before anything is written, then to
+// write. Import is all or nothing (a refused write undoes it), never
+// overwrites a memory that differs, and is resumable after an unreachable
+// target or a kill: every step is checked against what the target already
+// holds by path and hash, and the store it created is recorded in a journal
+// next to the archive.
 package archive
 
 import (

@@ -226,13 +226,14 @@ func TestExportImportRoundTrip(t *testing.T) {
 }
 
 // failingCreates is the real services with CreateMemory failing after n
-// successful creates: an import killed halfway.
+// successful creates as when the target stops answering: an import killed
+// halfway (a kill undoes nothing; a re-run completes it).
 type failingCreates struct {
 	trove.Services
 	n atomic.Int32
 }
 
-var errKilled = errors.New("killed")
+var errKilled error = &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached"}
 
 func (f *failingCreates) CreateMemory(ctx context.Context, storeID string, p trove.CreateMemoryParams) (*trove.Memory, error) {
 	if f.n.Add(-1) < 0 {

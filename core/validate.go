@@ -70,10 +70,7 @@ func (s *Service) validateContent(c string) error {
 	if len(c) > s.limits.MaxContentBytes {
 		return trove.Errorf(trove.EINVALID, "content is %d bytes; the limit is %d bytes", len(c), s.limits.MaxContentBytes)
 	}
-	if !utf8.ValidString(c) {
-		return trove.Errorf(trove.EINVALID, "content must be valid UTF-8 text")
-	}
-	return nil
+	return trove.CheckContentUTF8(c)
 }
 
 func (s *Service) validatePath(p string) error {

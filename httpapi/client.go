@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -428,10 +429,28 @@ func (c *Client) DeleteStore(ctx context.Context, storeID string) error {
 	return translate(err)
 }
 
-// CreateMemory creates a memory; it never overwrites (EPATHCONFLICT).
+// checkPathUTF8 refuses a path that JSON would alter, with the error
+// trove.ValidatePath gives it.
+func checkPathUTF8(p string) error {
+	if !utf8.ValidString(p) {
+		return trove.Errorf(trove.EINVALID, "path must be valid UTF-8")
+	}
+	return nil
+}
+
+// CreateMemory creates a memory; it never overwrites (EPATHCONFLICT). Content
+// or a path that is not valid UTF-8 is refused before anything is sent.
 func (c *Client) CreateMemory(ctx context.Context, storeID string, p trove.CreateMemoryParams) (*trove.Memory, error) {
 	if storeID == "" {
 		return nil, trove.Errorf(trove.ENOTFOUND, "memory store \"\" not found")
+	}
+	// JSON would replace each invalid byte with U+FFFD: refuse instead,
+	// with core's error, so a remote store and a local one answer alike.
+	if err := trove.CheckContentUTF8(p.Content); err != nil {
+		return nil, err
+	}
+	if err := checkPathUTF8(p.Path); err != nil {
+		return nil, err
 	}
 	m, err := c.sdk.Beta.MemoryStores.Memories.New(ctx, storeID, anthropic.BetaMemoryStoreMemoryNewParams{
 		Path:    p.Path,
@@ -470,9 +489,15 @@ func (c *Client) UpdateMemory(ctx context.Context, storeID, memoryID string, p t
 		View:          anthropic.BetaManagedAgentsMemoryView(p.View),
 	}
 	if p.Content != nil {
+		if err := trove.CheckContentUTF8(*p.Content); err != nil {
+			return nil, err
+		}
 		params.Content = anthropic.String(*p.Content)
 	}
 	if p.Path != nil {
+		if err := checkPathUTF8(*p.Path); err != nil {
+			return nil, err
+		}
 		params.Path = anthropic.String(*p.Path)
 	}
 	if p.PreconditionSHA256 != "" {

@@ -151,6 +151,11 @@ func (e *httpStatusError) Error() string {
 // errors.ErrUnsupported) holds; the caller then renames one memory at a
 // time.
 func (c *Client) RenameDirectory(ctx context.Context, storeID string, p trove.RenameDirectoryParams) (*trove.DirectoryChange, error) {
+	for _, q := range []string{p.From, p.To} {
+		if err := checkPathUTF8(q); err != nil {
+			return nil, err
+		}
+	}
 	body := wireRenameDirectory{From: &p.From, To: &p.To, Expect: expectToWire(p.Expect)}
 	return c.directoryOp(ctx, storeID, "rename", &body)
 }
@@ -158,6 +163,9 @@ func (c *Client) RenameDirectory(ctx context.Context, storeID string, p trove.Re
 // DeleteDirectory deletes a directory on the server in one transaction;
 // errors.ErrUnsupported as in RenameDirectory.
 func (c *Client) DeleteDirectory(ctx context.Context, storeID string, p trove.DeleteDirectoryParams) (*trove.DirectoryChange, error) {
+	if err := checkPathUTF8(p.Path); err != nil {
+		return nil, err
+	}
 	body := wireDeleteDirectory{Path: &p.Path, Expect: expectToWire(p.Expect)}
 	return c.directoryOp(ctx, storeID, "delete", &body)
 }

@@ -189,6 +189,11 @@ func (s *Server) handleMemory(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	// Decoding would replace each byte that is not UTF-8 with U+FFFD and
+	// store altered text: refuse the call instead, as the store would.
+	if err := trove.CheckContentUTF8Bytes(args); err != nil {
+		return errorResult("%s", trove.ErrorMessage(err)), nil
+	}
 	return toMCP(s.tool.Execute(s.ctx(ctx), args)), nil
 }
 

@@ -120,6 +120,11 @@ var Commands = []string{"view", "create", "str_replace", "insert", "delete", "re
 // went wrong and what to do, and never contains a host path.
 func (t *Tool) Execute(ctx context.Context, input []byte) Result {
 	var in args
+	// Decoding would replace each byte that is not UTF-8 with U+FFFD and
+	// write altered text: refuse the call, changing nothing.
+	if !utf8.Valid(input) {
+		return errorf("The tool input is not valid UTF-8 (content must be valid UTF-8 text): nothing was changed.")
+	}
 	if err := json.Unmarshal(input, &in.m); err != nil || in.m == nil {
 		return errorf("The tool input must be a JSON object with a \"command\" field (one of %s).", strings.Join(Commands, ", "))
 	}

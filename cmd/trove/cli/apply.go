@@ -18,6 +18,7 @@ func newApplyCmd(e *env) *cobra.Command {
 		statePath string
 		dryRun    bool
 		output    string
+		outside   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "apply -f stores.yaml [--dry-run]",
@@ -44,6 +45,11 @@ changes does nothing. What apply wrote is recorded in --state (default
 FILE.state.json next to the YAML); without that record nothing found different
 is overwritten.
 
+A file: entry is read only when it is a regular file of at most the content
+limit (100 kB) under the YAML file's directory (no absolute path, no "..", no
+symbolic link leading outside); --allow-outside lifts the directory rule. The
+YAML file holds one document.
+
 --dry-run prints the plan and writes nothing. The target is local (--data,
 TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 		Args: cobra.NoArgs,
@@ -54,7 +60,7 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 			if output != "text" && output != "json" {
 				return &exitError{code: 2, err: fmt.Errorf("apply: -o must be text or json, got %q", output)}
 			}
-			spec, err := apply.Load(file)
+			spec, err := apply.LoadWith(file, apply.LoadOptions{AllowOutside: outside})
 			if err != nil {
 				return err
 			}
@@ -103,6 +109,7 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 	f.StringVarP(&file, "file", "f", "", "the YAML file declaring the stores")
 	f.StringVar(&statePath, "state", "", "file recording what apply wrote (default <file>.state.json)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
+	f.BoolVar(&outside, "allow-outside", false, "let file: entries name absolute paths or files outside the YAML file's directory")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }

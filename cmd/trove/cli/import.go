@@ -23,13 +23,16 @@ func newImportCmd(e *env) *cobra.Command {
 		Short: "Create a store from an archive written by trove export (or fill an existing one)",
 		Long: `import reads an archive written by trove export and creates a store with its
 name, description, metadata and memories; with --store it fills that existing
-store instead. Every file is checked against the manifest's hash before
-anything is written. A memory the store already holds with the same content is
+store instead. The whole archive is checked first (format, paths, sizes,
+UTF-8, each file against the manifest's hash, the target's room) and nothing
+is written unless all of it passes. A memory the store already holds with the same content is
 skipped; one it holds differently is reported and left as it is (exit status 1).
 
-import is resumable: killed and run again with the same FILE, it continues in
-the store it created (recorded in FILE.import.json) and ends with each memory
-once.
+import is all or nothing: when the target refuses a write, what this run
+wrote is undone (the store it created is deleted). When the target cannot be
+reached or the run is killed, it is resumable: run again with the same FILE,
+it continues in the store it created (recorded in FILE.import.json) and ends
+with each memory once.
 
 The imported store's versions start anew with this import, attributed to the
 importing key; the exported history stays in the archive's manifest.json
@@ -60,16 +63,25 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				}
 				opts.StoreID = st.ID
 			}
-			m, err := archive.ReadManifest(file)
-			if err != nil {
-				return err
+			// A local database's limits are known exactly; a server is
+			// checked against the documented ones (its own refusals are
+			// undone).
+			if l, ok := svc.(interface{ Limits() trove.Limits }); ok {
+				opts.Limits = l.Limits()
 			}
-			pr := newProgress(e.stderr, "importing", len(m.Memories))
-			opts.Progress = pr.update
+			var pr *progress
+			opts.Progress = func(ev archive.Progress) {
+				if pr == nil {
+					pr = newProgress(e.stderr, "importing", ev.Total)
+				}
+				pr.update(ev)
+			}
 			rep, err := archive.Import(ctx, svc, file, opts)
-			pr.finish()
+			if pr != nil {
+				pr.finish()
+			}
 			if err != nil {
-				if rep != nil && rep.StoreID != "" {
+				if rep != nil && rep.Resumable {
 					return fmt.Errorf("%w (run the same import again to resume into %s)", err, rep.StoreID)
 				}
 				return err
@@ -91,7 +103,7 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				fmt.Fprintf(e.stdout, "%s store %q (%s): %d memories written, %d already there, %d left as they are\n",
 					verb, rep.Store.Name, rep.StoreID, len(rep.Written), len(rep.Present), len(rep.Conflicts))
 				fmt.Fprintf(e.stdout, "history: %d versions kept in %s (manifest.json); the store's own versions start with this import\n",
-					len(m.Versions), file)
+					rep.HistoryVersions, file)
 				for _, c := range rep.Conflicts {
 					if c.ConflictingPath != "" {
 						fmt.Fprintf(e.stdout, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
