@@ -24,6 +24,7 @@ import (
 	"github.com/trovehq/trove/console"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/storage/sqlite"
 )
 
@@ -43,7 +44,7 @@ func chromiumPath(t *testing.T) string {
 	if os.Getenv(requireChromiumEnv) != "" {
 		t.Fatalf("no chromium on PATH and %s is set: install it (apt-get install chromium)", requireChromiumEnv)
 	}
-	t.Skip("browser tests need Chromium: apt-get install chromium")
+	skipnote.Skip(t, "browser tests need Chromium: apt-get install chromium")
 	return ""
 }
 

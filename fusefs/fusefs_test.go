@@ -13,6 +13,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/fusefs"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/storage/sqlite"
 	"github.com/trovehq/trove/vfs"
 	"github.com/trovehq/trove/vfs/vfstest"
@@ -57,7 +58,7 @@ func mount(tb testing.TB, cfg vfs.Config) (*fusefs.Server, string) {
 func mountWith(tb testing.TB, cfg vfs.Config, opts fusefs.Options) (*fusefs.Server, string) {
 	tb.Helper()
 	if why := fuseUsable(); why != "" {
-		tb.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(tb, "FUSE unavailable: "+why)
 	}
 	log := slog.New(slog.NewTextHandler(tWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log
