@@ -50,7 +50,7 @@ var forbidden = map[string][]string{
 
 // testKits are conformance suites and test helpers that only tests may
 // import: no non-test file outside the kit itself imports them.
-var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest", "/internal/skipnote"}
+var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest", "/internal/skipnote", "/storage/sqlite/sqlitetest"}
 
 // testKitImport returns the kit that a non-test file in dir must not import
 // as rel (a module path relative to the module root), or "". A kit may use

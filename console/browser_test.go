@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 // requireChromiumEnv makes a missing Chromium a failure (CI sets it).
@@ -231,7 +231,7 @@ type env struct {
 
 func newEnv(t *testing.T, tlsConf *tls.Config) *env {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/trovehq/trove/fusefs"
 	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 	"github.com/trovehq/trove/vfs"
 	"github.com/trovehq/trove/vfs/vfstest"
 )
@@ -23,7 +24,7 @@ import (
 func backend(tb testing.TB) vfstest.Backend {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(ctx, sqlitetest.Path(tb), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
