@@ -26,6 +26,7 @@ import (
 // version), whatever the moment of the kill; a rename acknowledged before
 // the kill must have happened entirely.
 func TestCrashDuringDirectoryRename(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	data := filepath.Join(t.TempDir(), "data")
 	start := func() (*exec.Cmd, string) { return startServeProcess(t, bin, data) }

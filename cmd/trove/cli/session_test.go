@@ -180,6 +180,7 @@ func TestSessionRunFuse(t *testing.T) {
 }
 
 func TestSessionRunBadMount(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := syncCLI(t, "session", "run", "--store", "x", "--mount", "nfs", "--", "true")
 	if code != 2 || !strings.Contains(stderr, "--mount must be auto, fuse or copy") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
