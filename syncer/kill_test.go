@@ -253,6 +253,9 @@ func sha(s string) string {
 // build cache recompiled every package without -race.
 func buildTrove(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs trove as a process")
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

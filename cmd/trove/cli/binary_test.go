@@ -31,9 +31,12 @@ func findTroveBin() {
 }
 
 // buildTrove returns the path of the trove command to run as a process
-// (troveBin).
+// (troveBin). These tests (kill -9 soaks, restarts) skip under -short.
 func buildTrove(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs trove as a process")
+	}
 	if troveBin == "" {
 		t.Fatal("testscript.Main put no trove command at the head of PATH")
 	}
