@@ -39,7 +39,7 @@ func TestCrashDuringDirectoryRename(t *testing.T) {
 	key := strings.TrimSpace(string(b))
 	ctx := context.Background()
 	client := func(url string) *httpapi.Client {
-		return httpapi.NewClient(url, key, httpapi.WithMaxRetries(0), httpapi.WithHTTPClient(&http.Client{Timeout: time.Minute}))
+		return httpapi.NewClient(url, key, httpapi.WithMaxRetries(0), httpapi.WithHTTPClient(&http.Client{Timeout: 5 * time.Minute}))
 	}
 	c := client(url)
 	st, err := c.CreateStore(ctx, trove.CreateStoreParams{Name: "crash"})
