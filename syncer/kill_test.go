@@ -32,6 +32,7 @@ import (
 // is let finish converges: the directory equals the store, no engine temp
 // file is left, no memory is duplicated and no version is written twice.
 func TestKillDuringSync(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	e := newEnv(t)
 	const n = 1200
