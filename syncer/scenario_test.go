@@ -469,7 +469,7 @@ func TestInvisiblePathsAreLeftAlone(t *testing.T) {
 	e.rwrite("/b.md", "B\n")
 	e.rwrite("/.trove-sync-1234.tmp", "odd name\n")
 	en := e.engine("dir", nil)
-	rep := e.sync(en)
+	e.sync(en)
 	if diff := cmp.Diff(map[string]string{"/a.md": "A\n", "/b.md": "B\n"}, readDir(t, en.Dir())); diff != "" {
 		t.Fatalf("local (-want +got):\n%s", diff)
 	}
