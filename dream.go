@@ -29,10 +29,6 @@ const (
 	OutputUpdateExisting = "update_existing" // the input store, consolidated in place
 )
 
-// DefaultDreamModel is the model a dream runs with unless one is chosen
-// (the CLI's --model default and the console's form).
-const DefaultDreamModel = "claude-sonnet-4-6"
-
 // Dream error types (error.type), as the hosted API names them.
 const (
 	DreamErrTimeout            = "timeout"

@@ -25,6 +25,7 @@ import (
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 // server is a real Trove server on loopback over SQLite in a temp dir.
@@ -37,7 +38,7 @@ type server struct {
 func newServer(t *testing.T) *server {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(ctx, sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +23,9 @@ import (
 	"github.com/trovehq/trove/console"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 // requireChromiumEnv makes a missing Chromium a failure (CI sets it).
@@ -43,7 +44,7 @@ func chromiumPath(t *testing.T) string {
 	if os.Getenv(requireChromiumEnv) != "" {
 		t.Fatalf("no chromium on PATH and %s is set: install it (apt-get install chromium)", requireChromiumEnv)
 	}
-	t.Skip("browser tests need Chromium: apt-get install chromium")
+	skipnote.Skip(t, "browser tests need Chromium: apt-get install chromium")
 	return ""
 }
 
@@ -230,7 +231,7 @@ type env struct {
 
 func newEnv(t *testing.T, tlsConf *tls.Config) *env {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

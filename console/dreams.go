@@ -111,7 +111,7 @@ func (h *Handler) newDreamData(r *http.Request, sid string) (*newDreamData, erro
 	if err != nil {
 		return nil, err
 	}
-	d := &newDreamData{Store: st, Model: trove.DefaultDreamModel, Max: h.limits.MaxDreamSessions, Chosen: map[string]bool{}}
+	d := &newDreamData{Store: st, Model: trove.ModelFromEnv(trove.DreamModelEnv, trove.DefaultDreamModel), Max: h.limits.MaxDreamSessions, Chosen: map[string]bool{}}
 	if h.sess != nil {
 		pg, err := h.sess.ListSessions(r.Context(), trove.ListSessionsParams{StoreID: st.ID, Limit: min(d.Max, h.limits.MaxPageSize)})
 		if err != nil {

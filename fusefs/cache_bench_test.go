@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/vfs"
 )
 
@@ -38,7 +39,7 @@ import (
 //	go test -run '^$' -bench OpenRead -benchtime 2000x ./fusefs/
 func BenchmarkOpenRead(b *testing.B) {
 	if why := fuseUsable(); why != "" {
-		b.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(b, "FUSE unavailable: "+why)
 	}
 	content := func(i int) []byte { return fmt.Appendf(nil, "%s%06d\n", small, i) }
 	read := func(b *testing.B, p string) {

@@ -13,7 +13,9 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/fusefs"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 	"github.com/trovehq/trove/vfs"
 	"github.com/trovehq/trove/vfs/vfstest"
 )
@@ -22,7 +24,7 @@ import (
 func backend(tb testing.TB) vfstest.Backend {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(ctx, sqlitetest.Path(tb), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func mount(tb testing.TB, cfg vfs.Config) (*fusefs.Server, string) {
 func mountWith(tb testing.TB, cfg vfs.Config, opts fusefs.Options) (*fusefs.Server, string) {
 	tb.Helper()
 	if why := fuseUsable(); why != "" {
-		tb.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(tb, "FUSE unavailable: "+why)
 	}
 	log := slog.New(slog.NewTextHandler(tWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log

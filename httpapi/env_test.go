@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 const testWorkspace = "wrkspc_test"
@@ -95,7 +95,7 @@ type envOption func(*httpapi.Config)
 // newEnv serves over SQLite in a temp dir on transport tr.
 func newEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 // fuzzMethods are the methods FuzzServer's method index picks from.
@@ -59,7 +59,7 @@ var fuzzRoutes = []string{
 // for the suffix instead of appending it.
 func FuzzServer(f *testing.F) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(ctx, sqlitetest.Path(f), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		f.Fatalf("sqlite.Open: %v", err)
 	}

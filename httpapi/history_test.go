@@ -97,6 +97,9 @@ func TestClientHistory(t *testing.T) {
 		}
 
 		rb, err := h.RollbackActor(ctx, st.ID, trove.RollbackParams{APIKeyID: e.keyID, Since: trove.Moment{Seq: 1}, DryRun: true})
+		if err != nil {
+			t.Fatalf("RollbackActor dry run over HTTP: %v", err)
+		}
 		wrb, werr := e.svc.RollbackActor(local, st.ID, trove.RollbackParams{APIKeyID: e.keyID, Since: trove.Moment{Seq: 1}, DryRun: true})
 		same("RollbackActor dry run", rb, wrb, werr)
 		// /b was created since: delete it; /a would go back to its

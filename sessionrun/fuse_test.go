@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/sessionrun"
 )
 
@@ -33,7 +34,7 @@ exit 3
 // the command failed the mounts are gone and the root removed.
 func TestFUSESession(t *testing.T) {
 	if why := sessionrun.FUSEAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(t, "FUSE unavailable: "+why)
 	}
 	t.Parallel()
 	f := newFixture(t, map[string]map[string]string{
@@ -67,7 +68,7 @@ func TestFUSESession(t *testing.T) {
 // files never renamed.
 func TestFUSEMounter(t *testing.T) {
 	if why := sessionrun.FUSEAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(t, "FUSE unavailable: "+why)
 	}
 	t.Parallel()
 	f := newFixture(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}}, "Notes")

@@ -13,6 +13,7 @@ import (
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/sessionrun"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 const workspace = "wrkspc_test"
@@ -26,7 +27,7 @@ func workspaceCtx() context.Context {
 // test ends.
 func openCore(t *testing.T) *core.Service {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"),
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t),
 		sqlite.Options{AutoMigrate: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

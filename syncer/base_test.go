@@ -14,6 +14,7 @@ import (
 // redacted, the same situation becomes a conflict copy, never a merge
 // against a guessed base.
 func TestMergeBaseFromHistory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base := "# Notes\none\ntwo\nthree\n"
 	e.rwrite("/n.md", base)

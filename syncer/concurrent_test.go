@@ -18,6 +18,7 @@ import (
 // write made anywhere is the current content of a memory or one of its
 // versions (conflict copies are memories too): nothing was lost.
 func TestTwoEnginesAndAPIWriters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const files, iters = 8, 25
 	for i := range files {

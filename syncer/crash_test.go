@@ -105,6 +105,7 @@ func (c *crashAfter) DeleteMemory(ctx context.Context, s, id, sha string) error 
 // same end state as an uninterrupted run, with no duplicate memory, no
 // duplicate version and no lost byte.
 func TestCrashAndRestart(t *testing.T) {
+	t.Parallel()
 	for k := 1; ; k++ {
 		if !crashRun(t, k, true) || !crashRun(t, k, false) {
 			if k < 7 {

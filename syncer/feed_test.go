@@ -101,6 +101,7 @@ func (r *feedRun) waitQuiet(t testing.TB) {
 // and delete reach the synced directory through the change feed, locally
 // and over HTTP (server-sent events), within a second.
 func TestRunFollowsFeed(t *testing.T) {
+	t.Parallel()
 	for _, over := range []string{"local", "http"} {
 		t.Run(over, func(t *testing.T) {
 			e := newEnv(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 	"github.com/trovehq/trove/syncer"
 )
 
@@ -47,6 +48,7 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
+	sqlitetest.Write(t, filepath.Join(root, "trove.db"))
 	db, err := sqlite.Open(ctx, filepath.Join(root, "trove.db"), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)

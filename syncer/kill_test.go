@@ -32,6 +32,7 @@ import (
 // is let finish converges: the directory equals the store, no engine temp
 // file is left, no memory is duplicated and no version is written twice.
 func TestKillDuringSync(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	e := newEnv(t)
 	const n = 1200
@@ -54,7 +55,7 @@ func TestKillDuringSync(t *testing.T) {
 
 	sync := func(kill time.Duration) (killed bool) {
 		cmd := exec.Command(bin, "sync", "--once", "--store", e.storeID, "--dir", dir, "--state", state)
-		cmd.Env = append(os.Environ(), "TROVE_URL=http://"+ln.Addr().String(), "TROVE_API_KEY="+key,
+		cmd.Env = append(os.Environ(), asTroveEnv+"=1", "TROVE_URL=http://"+ln.Addr().String(), "TROVE_API_KEY="+key,
 			"TROVE_DATA=", "TROVE_DATABASE=", "XDG_CONFIG_HOME="+e.root)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -246,16 +247,19 @@ func sha(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// buildTrove builds the trove binary of this module into a temp dir (skipped
-// with -short, like the CLI's own binary tests).
+// buildTrove returns the trove command to run as a process: this test
+// binary, which runs as cmd/trove's main when asTroveEnv is set in its
+// environment (TestMain). The child is the CLI this module builds, with
+// -race like the tests, without a `go build ./cmd/trove` that on a cold
+// build cache recompiled every package without -race.
 func buildTrove(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the trove binary")
+		t.Skip("runs trove as a process")
 	}
-	bin := filepath.Join(t.TempDir(), "trove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -15,6 +15,7 @@ import (
 // reported in every pass (and once as new), left alone in the store, and
 // never takes the other files down with it.
 func TestUnrepresentablePathsAreReported(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	long := "/" + strings.Repeat("x", 300) + ".md"
 	deep := "/dir/" + strings.Repeat("é", 130) + "/a.md" // 260 bytes
@@ -63,6 +64,7 @@ func TestUnrepresentablePathsAreReported(t *testing.T) {
 // gets a conflict copy whose name fits 255 bytes, locally and in the store,
 // and the next pass has nothing left to do.
 func TestLongNameConflictConverges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	name := "/notes/" + strings.Repeat("n", 250) + ".md" // a 253-byte segment
 	e.rwrite(name, "base\n")

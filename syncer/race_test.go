@@ -38,6 +38,7 @@ func (r *raceOnce) UpdateMemory(ctx context.Context, s, id string, p trove.Updat
 // TestPreconditionRaces: an upload or a create that loses a race (409) is
 // re-planned in the same pass: merged when clean, else a conflict copy.
 func TestPreconditionRaces(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		base       map[string]string
@@ -123,6 +124,7 @@ func (w *writeDuringFetch) GetMemory(ctx context.Context, s, id string, v trove.
 // file just before replacing it; a write that landed after the scan is kept
 // (here as a conflict copy, since the store changed too).
 func TestPullNeverOverwritesAFreshLocalWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.rwrite("/n.md", "a\n")
 	w := &writeDuringFetch{Services: e.svc}

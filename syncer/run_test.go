@@ -14,6 +14,7 @@ import (
 // after an fsnotify event, with the interval timer out of the way, and its
 // final pass on stop pushes a deletion without waiting for the grace period.
 func TestRunWatchesAndFlushes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.rwrite("/keep.md", "k")
 	e.rwrite("/gone.md", "g")

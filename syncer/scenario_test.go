@@ -345,6 +345,7 @@ var scenarios = []scenario{
 }
 
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -462,12 +463,13 @@ func versions(t *testing.T, e *env, memoryID string) []trove.MemoryVersion {
 // TestInvisiblePathsAreLeftAlone: a synced file replaced by a symlink, and a
 // memory named like the engine's temp files, are never taken for deletions.
 func TestInvisiblePathsAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.rwrite("/a.md", "A\n")
 	e.rwrite("/b.md", "B\n")
 	e.rwrite("/.trove-sync-1234.tmp", "odd name\n")
 	en := e.engine("dir", nil)
-	rep := e.sync(en)
+	e.sync(en)
 	if diff := cmp.Diff(map[string]string{"/a.md": "A\n", "/b.md": "B\n"}, readDir(t, en.Dir())); diff != "" {
 		t.Fatalf("local (-want +got):\n%s", diff)
 	}
@@ -497,6 +499,7 @@ func TestInvisiblePathsAreLeftAlone(t *testing.T) {
 // TestReplacedDirectory: a synced directory removed and created again (empty)
 // is followed by path and restored, not mass-deleted.
 func TestReplacedDirectory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.rwrite("/a.md", "A\n")
 	e.rwrite("/b/c.md", "C\n")

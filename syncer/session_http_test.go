@@ -17,6 +17,7 @@ import (
 // its read_write store and cannot write a read_only one even when
 // misconfigured to try.
 func TestSessionTokenOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Services: e.svc, Sessions: e.svc, Auth: e.svc}))
 	defer srv.Close()

@@ -85,7 +85,6 @@ func testFork(t *testing.T, open Opener) {
 	}
 
 	// Independence: writes to the source do not reach the fork and back.
-	srcBefore := contents(src.ID)
 	first := e.allMemories(t, e.ctx, src.ID, trove.ListMemoriesParams{Limit: 1})[0].Memory
 	changed := "changed in the source"
 	if _, err := e.svc.UpdateMemory(e.ctx, src.ID, first.ID, trove.UpdateMemoryParams{Content: &changed}); err != nil {
@@ -95,7 +94,7 @@ func testFork(t *testing.T, open Opener) {
 	if diff := cmp.Diff(forked, contents(fork.ID)); diff != "" {
 		t.Errorf("a write to the source changed the fork (-before +after):\n%s", diff)
 	}
-	srcBefore = contents(src.ID)
+	srcBefore := contents(src.ID)
 	fm := e.allMemories(t, e.ctx, fork.ID, trove.ListMemoriesParams{Limit: 1})[0].Memory
 	if err := e.svc.DeleteMemory(e.ctx, fork.ID, fm.ID, ""); err != nil {
 		t.Fatal(err)

@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/trovehq/trove/internal/skipnote"
 )
 
 // EnvVar names the variable holding the URL of an existing PostgreSQL.
@@ -87,12 +89,14 @@ func URL(t testing.TB) string {
 	return std.get(t)
 }
 
-// Main runs the tests of m and then stops this process's cluster, if one
-// was started, and removes its directory; it returns m's exit code for
+// Main runs the tests of m, writes the line saying which tests skipped and
+// why (skipnote.Report), then stops this process's cluster, if one was
+// started, and removes its directory; it returns m's exit code for
 // TestMain to pass to os.Exit. m is a *testing.M, or anything that runs
 // the tests (testscript.Main's argument, for instance).
 func Main(m interface{ Run() int }) int {
 	code := m.Run()
+	skipnote.Report(skipnote.PkgPath())
 	if err := std.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		if code == 0 {
@@ -117,7 +121,7 @@ func (k *kit) get(t testing.TB) string {
 	case k.err != nil:
 		t.Fatalf("pgtest: %s is not set and the private PostgreSQL cluster did not start: %v", EnvVar, k.err)
 	case k.skip != "":
-		t.Skip(k.skip)
+		skipnote.Skip(t, k.skip)
 	}
 	return k.url
 }

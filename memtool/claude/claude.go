@@ -16,14 +16,16 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/memtool"
 )
 
 // ToolName is the name the model uses for the memory tool.
 const ToolName = "memory"
 
-// DefaultModel is the model used when Runner.Model is empty.
-const DefaultModel = anthropic.ModelClaudeSonnet4_5
+// DefaultModel is the model used when Runner.Model is empty: Trove's one
+// agent default (trove.DefaultAgentModel, kept current in models.go).
+const DefaultModel anthropic.Model = trove.DefaultAgentModel
 
 // ToolParam returns the tool definition to put in MessageNewParams.Tools:
 // {"type": "memory_20250818", "name": "memory"}.

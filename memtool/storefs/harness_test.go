@@ -3,7 +3,6 @@ package storefs_test
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 // newPostgresCore returns core over the test PostgreSQL (pgtest.URL:
@@ -43,7 +43,7 @@ func agent(id string) context.Context {
 // service over it.
 func newCore(t testing.TB) *core.Service {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}

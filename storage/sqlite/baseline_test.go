@@ -192,6 +192,7 @@ func benchSHA(s string) string {
 // TestRawBaseline: the baseline writes and reads, and stops at a
 // cancelled context.
 func TestRawBaseline(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env, err := newRawEnv(ctx, filepath.Join(t.TempDir(), "raw.db"), 1, 4)
 	if err != nil {

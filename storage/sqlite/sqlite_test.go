@@ -19,6 +19,7 @@ import (
 	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 	"github.com/trovehq/trove/storage/storagetest"
 )
 
@@ -26,7 +27,7 @@ import (
 // closes it when the test ends.
 func openTest(t testing.TB) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

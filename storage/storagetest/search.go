@@ -281,14 +281,13 @@ func testMemorySearchInStep(t *testing.T, d storage.Driver) {
 		var got []string
 		_ = d.Read(ctx, func(tx storage.Tx) error {
 			// The first statement fixes the snapshot.
-			hits, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "wrkspc_a", Query: mustQuery(t, "charlie"), Limit: 10})
-			if err != nil {
+			if _, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "wrkspc_a", Query: mustQuery(t, "charlie"), Limit: 10}); err != nil {
 				close(started)
 				return err
 			}
 			close(started)
 			<-release
-			hits, err = tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "wrkspc_a", Query: mustQuery(t, "charlie"), Limit: 10})
+			hits, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "wrkspc_a", Query: mustQuery(t, "charlie"), Limit: 10})
 			if err == nil {
 				got = hitPaths(hits)
 			}

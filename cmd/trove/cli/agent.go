@@ -143,7 +143,7 @@ a dream can read it.`,
 	}
 	cmd.Flags().StringVar(&root, "root", "", "host directory that /memories maps to (created if missing)")
 	store.register(cmd)
-	cmd.Flags().StringVar(&model, "model", string(claude.DefaultModel), "Claude model")
+	cmd.Flags().StringVar(&model, "model", trove.ModelFromEnv(trove.AgentModelEnv, trove.DefaultAgentModel), "Claude model (env "+trove.AgentModelEnv+")")
 	cmd.Flags().IntVar(&maxTurns, "max-turns", 20, "maximum number of requests to the Messages API")
 	cmd.Flags().StringVar(&system, "system", "", "optional system prompt")
 	guards.register(cmd)

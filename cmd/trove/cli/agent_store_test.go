@@ -21,6 +21,7 @@ import (
 // agent --store does, and checks that the engine the runner gets writes
 // versions into that store.
 func TestAgentStore(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: defaultWorkspace})
 	svc, closeDB, err := openLocal(ctx, data, "", true)

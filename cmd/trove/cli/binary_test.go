@@ -9,19 +9,38 @@ import (
 	"testing"
 )
 
-// buildTrove builds the trove binary into a temporary directory of t and
-// returns its path. Tests that need a real process (kill -9, stdio MCP)
-// use it; they skip under -short.
+// troveBin is the trove command tests run as a real process (kill -9,
+// stdio MCP): this test binary, which testscript.Main (TestMain) copied as
+// "trove" into a directory it put at the head of PATH, and which, run under
+// that name, is exactly cmd/trove's main: os.Exit(Main(args, stdio)). It
+// replaces a `go build ./cmd/trove` per test: that build recompiled every
+// package without -race (the test binary's are compiled with it) and, on a
+// cold build cache, cost more than the tests themselves.
+var troveBin string
+
+// findTroveBin sets troveBin from PATH once testscript.Main has set it up.
+func findTroveBin() {
+	p, err := exec.LookPath("trove")
+	if err != nil {
+		return
+	}
+	if first := filepath.SplitList(os.Getenv("PATH"))[0]; filepath.Dir(p) != first {
+		return // a trove installed on this machine, not this test binary
+	}
+	troveBin = p
+}
+
+// buildTrove returns the path of the trove command to run as a process
+// (troveBin). These tests (kill -9 soaks, restarts) skip under -short.
 func buildTrove(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("runs trove as a process")
 	}
-	bin := filepath.Join(t.TempDir(), "trove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/trovehq/trove/cmd/trove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if troveBin == "" {
+		t.Fatal("testscript.Main put no trove command at the head of PATH")
 	}
-	return bin
+	return troveBin
 }
 
 // startServeProcess starts `bin serve` on a free loopback port over the SQLite

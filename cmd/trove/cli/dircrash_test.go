@@ -26,6 +26,7 @@ import (
 // version), whatever the moment of the kill; a rename acknowledged before
 // the kill must have happened entirely.
 func TestCrashDuringDirectoryRename(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	data := filepath.Join(t.TempDir(), "data")
 	start := func() (*exec.Cmd, string) { return startServeProcess(t, bin, data) }
@@ -38,7 +39,7 @@ func TestCrashDuringDirectoryRename(t *testing.T) {
 	key := strings.TrimSpace(string(b))
 	ctx := context.Background()
 	client := func(url string) *httpapi.Client {
-		return httpapi.NewClient(url, key, httpapi.WithMaxRetries(0), httpapi.WithHTTPClient(&http.Client{Timeout: time.Minute}))
+		return httpapi.NewClient(url, key, httpapi.WithMaxRetries(0), httpapi.WithHTTPClient(&http.Client{Timeout: 5 * time.Minute}))
 	}
 	c := client(url)
 	st, err := c.CreateStore(ctx, trove.CreateStoreParams{Name: "crash"})

@@ -30,6 +30,7 @@ import (
 // error, never running forever, and the output keeps the write the model
 // made before the kill.
 func TestDreamSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	data := t.TempDir()
 	reached, hold := make(chan struct{}), make(chan struct{})
@@ -121,6 +122,7 @@ func TestDreamSurvivesKill9(t *testing.T) {
 // fails it (runner_lost) once the lease has expired, and goes on running
 // new dreams.
 func TestDreamTwoNodesKill9Postgres(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	bin := buildTrove(t)
 	ctx := context.Background()

@@ -13,9 +13,6 @@ import (
 	"github.com/trovehq/trove/httpapi"
 )
 
-// defaultDreamModel is the model trove dreams create uses without --model.
-const defaultDreamModel = trove.DefaultDreamModel
-
 func newDreamsCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}
 	cmd := c.group("dreams", "Consolidate a store from sessions' transcripts: create, show, list, cancel, archive dreams and review their change sets",
@@ -54,7 +51,7 @@ func newDreamsCmd(e *env) *cobra.Command {
 	}
 	create.Flags().StringVar(&storeRef, "store", "", "the input store (name or ID)")
 	create.Flags().StringArrayVar(&sessionIDs, "session", nil, "an input session ID (sesn_…); repeat for more (1 to 100)")
-	create.Flags().StringVar(&model, "model", defaultDreamModel, "the model that runs the dream")
+	create.Flags().StringVar(&model, "model", trove.ModelFromEnv(trove.DreamModelEnv, trove.DefaultDreamModel), "the model that runs the dream (env "+trove.DreamModelEnv+")")
 	create.Flags().StringVar(&instructions, "instructions", "", "guidance for the dream, up to 4,096 characters")
 	create.Flags().BoolVar(&inPlace, "in-place", false, "consolidate the input store itself (update_existing) instead of a new store")
 

@@ -17,6 +17,7 @@ import (
 // that the target ends with one store holding each memory exactly once
 // (one version each: nothing was written twice).
 func TestImportKilledSubprocess(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	const n = 400
 	src, dst := t.TempDir(), t.TempDir()

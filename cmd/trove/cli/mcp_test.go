@@ -105,6 +105,7 @@ func checkVersions(t *testing.T, data, storeID, keyID string) {
 // subprocess with the go-sdk client: over stdio on a local data dir, over
 // streamable HTTP, and over stdio against a remote server (TROVE_URL).
 func TestMCPSubprocess(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	// setup creates a data dir with a saved API key and one store.
 	setup := func(t *testing.T, storeName string) (data, storeID, keyID, secret string) {

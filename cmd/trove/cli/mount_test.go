@@ -18,6 +18,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/sessionrun"
 )
 
@@ -59,7 +60,7 @@ func startMount(t *testing.T, stores int, args ...string) func() (int, string) {
 
 func TestMountLocal(t *testing.T) {
 	if why := sessionrun.FUSEAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(t, "FUSE unavailable: "+why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{
 		"Notes":          {"/todo.md": "- buy tea\n"},
@@ -143,7 +144,7 @@ func serveData(t *testing.T, data string) *core.Service {
 // reaches the writer as ESTALE with the bytes saved in a conflict copy.
 func TestMountRemote(t *testing.T) {
 	if why := sessionrun.FUSEAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(t, "FUSE unavailable: "+why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
 	svc := serveData(t, data)
@@ -222,7 +223,7 @@ func TestMountUsage(t *testing.T) {
 // hour, only the feed can show it).
 func TestMountReadOnly(t *testing.T) {
 	if why := sessionrun.FUSEAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(t, "FUSE unavailable: "+why)
 	}
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/todo.md": "- buy tea\n"}})
 	svc := serveData(t, data)

@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          unknownCommand,
 		RunE:          helpRun,
 	}
 	root.SetVersionTemplate("trove {{.Version}}\n")
@@ -119,6 +119,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(commands(e)...)
+	suggestSingulars(root)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: withUsage(cmd, err.Error())}
 	})
@@ -219,4 +220,33 @@ func withTarget(msg string, err error, t *target) string {
 		return fmt.Sprintf("%s (on %s)", msg, t.where())
 	}
 	return msg
+}
+
+// unknownCommand is the root's Args: a word that names no command is
+// refused with cobra's "did you mean" suggestions, which cobra.NoArgs
+// leaves out.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return errors.New(msg)
+}
+
+// suggestSingulars makes each plural noun command (stores, memories,
+// sessions…) the suggestion for its singular, which is further from it
+// than cobra's edit distance reaches for "memory".
+func suggestSingulars(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		name := c.Name()
+		switch {
+		case strings.HasSuffix(name, "ies"):
+			c.SuggestFor = append(c.SuggestFor, strings.TrimSuffix(name, "ies")+"y")
+		case strings.HasSuffix(name, "s") && len(name) > 2:
+			c.SuggestFor = append(c.SuggestFor, strings.TrimSuffix(name, "s"))
+		}
+	}
 }

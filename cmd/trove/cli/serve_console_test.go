@@ -32,6 +32,7 @@ func noRedirect() *http.Client {
 // pages carry the CSP), --console=false leaves both 404, and a non-loopback
 // address without TLS is warned about.
 func TestServeConsole(t *testing.T) {
+	t.Parallel()
 	s := startServe(t, "--data", t.TempDir())
 	resp, err := noRedirect().Get(s.url + "/")
 	if err != nil {
@@ -158,6 +159,7 @@ func writeTestCert(t *testing.T, dir, cn string, mod time.Time) (string, string,
 // API and the console, and serves a replaced certificate at the next
 // handshake without a restart; one flag without the other is refused.
 func TestServeTLS(t *testing.T) {
+	t.Parallel()
 	dir, data := t.TempDir(), t.TempDir()
 	t0 := time.Now().Add(-time.Hour)
 	cp, kp, pool := writeTestCert(t, dir, "first.test", t0)

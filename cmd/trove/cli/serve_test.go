@@ -148,6 +148,7 @@ func lastLine(s string) string {
 }
 
 func TestServeFirstRunKeysAndRestart(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	// Without the credential cache, a key revoked by another process
 	// (trove keys revoke below) is refused at once.
@@ -224,6 +225,7 @@ func TestServeFirstRunKeysAndRestart(t *testing.T) {
 }
 
 func TestServeGracefulShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	s := startServe(t, "--data", data)
 	b, _ := os.ReadFile(filepath.Join(data, "api_key"))
@@ -291,6 +293,7 @@ func TestServeGracefulShutdownFinishesInFlight(t *testing.T) {
 }
 
 func TestMigrateAndNewerSchema(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	code, out, errOut := runTrove(t, "migrate", "--data", data)
 	if code != 0 || !regexp.MustCompile(`schema at version (\d+) \(this trove knows (\d+)\)`).MatchString(out) {
@@ -341,6 +344,7 @@ func TestDefaultDataDir(t *testing.T) {
 // TestServePostgres serves from the test PostgreSQL (pgtest.URL); it fails
 // when the database is unreachable.
 func TestServePostgres(t *testing.T) {
+	t.Parallel()
 	url := pgtest.SchemaURL(t)
 	ws := fmt.Sprintf("wrkspc_clitest_%d", rand.Int64())
 	code, out, errOut := runTrove(t, "keys", "create", "--database", url, "--workspace", ws)
@@ -370,6 +374,7 @@ func TestServePostgres(t *testing.T) {
 // process, SIGKILLs it during a write load, restarts it on the same data
 // and checks that every acknowledged write and its version survived.
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
+	t.Parallel()
 	bin := buildTrove(t)
 	data := filepath.Join(t.TempDir(), "data")
 	start := func() (*exec.Cmd, string) { return startServeProcess(t, bin, data) }
@@ -467,6 +472,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 // session ended through the server is refused on the very next request.
 // The cross-process window is tested with an injected clock in core.
 func TestServeAuthCacheDefault(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runTrove(t, "serve", "--help")
 	for _, want := range []string{"--auth-cache duration", "(default 2s)", "refused at once", "trove keys revoke"} {
 		if !strings.Contains(out, want) {
@@ -592,6 +598,7 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 // trickling body gets 408 at it), and the server speaks HTTP/1.1 and
 // unencrypted HTTP/2 on one port.
 func TestServeTimeoutFlags(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	s := startServe(t, "--data", data, "--body-timeout", "300ms", "--write-timeout", "5s")
 	b, _ := os.ReadFile(filepath.Join(data, "api_key"))

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/skipnote"
 	"github.com/trovehq/trove/sessionrun"
 )
 
@@ -144,7 +145,7 @@ exit 3
 // FUSE works, as on CI).
 func TestSessionRunFuse(t *testing.T) {
 	if why := sessionrun.FUSEAvailable(); why != "" {
-		t.Skip("FUSE unavailable: " + why)
+		skipnote.Skip(t, "FUSE unavailable: "+why)
 	}
 	data, ids, root, out := sessionStores(t)
 	code, _, stderr := syncCLI(t, "session", "run", "--data", data,
@@ -179,6 +180,7 @@ func TestSessionRunFuse(t *testing.T) {
 }
 
 func TestSessionRunBadMount(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := syncCLI(t, "session", "run", "--store", "x", "--mount", "nfs", "--", "true")
 	if code != 2 || !strings.Contains(stderr, "--mount must be auto, fuse or copy") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)

@@ -13,6 +13,7 @@ import (
 // name cannot be a local file; `sync --once` says so on stderr and in
 // SYNC_NOTICES.md and exits 1, while syncing everything else.
 func TestSyncOnceReportsUnrepresentablePaths(t *testing.T) {
+	t.Parallel()
 	long := "/" + strings.Repeat("a", 300) + ".md"
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/ok.md": "fine\n", long: "too long a name\n"}})
 	dir := filepath.Join(t.TempDir(), "notes")

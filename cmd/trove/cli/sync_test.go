@@ -122,6 +122,7 @@ func storeContents(t *testing.T, data, storeID string) (map[string]string, map[s
 }
 
 func TestSyncOnce(t *testing.T) {
+	t.Parallel()
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/remote.md": "from the store\n"}})
 	dir := filepath.Join(t.TempDir(), "notes")
 	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
@@ -221,6 +222,7 @@ func (n *notifyBuffer) waitFor(t *testing.T, s string) {
 // TestSyncRunsUntilStopped: without --once, sync picks up a new file from a
 // file system event, and the final pass on stop pushes a deletion at once.
 func TestSyncRunsUntilStopped(t *testing.T) {
+	t.Parallel()
 	data, ids := localStores(t, map[string]map[string]string{"Notes": {"/old.md": "old\n", "/keep.md": "keep\n"}})
 	dir := filepath.Join(t.TempDir(), "notes")
 	state := filepath.Join(t.TempDir(), "state")

@@ -1,0 +1,12 @@
+package console_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/trovehq/trove/internal/skipnote"
+)
+
+// TestMain says, without -v, which tests skipped for want of something on
+// this machine and how to get it (skipnote).
+func TestMain(m *testing.M) { os.Exit(skipnote.Main(m)) }

@@ -1,0 +1,84 @@
+package skipnote
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func reset() {
+	mu.Lock()
+	defer mu.Unlock()
+	reasons = map[string]int{}
+	order = nil
+}
+
+func TestSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records []string
+		want    string
+	}{
+		{"nothing skipped", nil, ""},
+		{"one test", []string{"no chromium: apt-get install chromium"}, "1 test (no chromium: apt-get install chromium)"},
+		{"one reason", []string{"FUSE unavailable: no /dev/fuse", "FUSE unavailable: no /dev/fuse", "FUSE unavailable: no /dev/fuse"}, "3 tests (FUSE unavailable: no /dev/fuse)"},
+		{"reasons in the order first seen", []string{"b", "a", "b"}, "3 tests (2: b; 1: a)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			t.Cleanup(reset)
+			for _, r := range tc.records {
+				Record(r)
+			}
+			if got := Summary(); got != tc.want {
+				t.Errorf("Summary() = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSkipRecordsAndSkips(t *testing.T) {
+	reset()
+	t.Cleanup(reset)
+	var skipped bool
+	t.Run("child", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		Skip(t, "no tool: apt-get install tool")
+	})
+	if !skipped {
+		t.Error("Skip did not skip the test")
+	}
+	if got, want := Summary(), "1 test (no tool: apt-get install tool)"; got != want {
+		t.Errorf("Summary() = %q; want %q", got, want)
+	}
+}
+
+func TestReportToStdout(t *testing.T) {
+	reset()
+	t.Cleanup(reset)
+	t.Setenv("TROVE_SKIPNOTE", "stdout")
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = f
+	Report("example.com/pkg") // nothing skipped: no line
+	Record("no chromium: apt-get install chromium")
+	Report("example.com/pkg")
+	os.Stdout = old
+	f.Close()
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SKIPPED example.com/pkg: 1 test (no chromium: apt-get install chromium)\n"; string(got) != want {
+		t.Errorf("Report wrote %q; want %q", got, want)
+	}
+}
+
+func TestPkgPath(t *testing.T) {
+	if got, want := PkgPath(), "github.com/trovehq/trove/internal/skipnote"; got != want {
+		t.Errorf("PkgPath() = %q; want %q", got, want)
+	}
+}
