@@ -32,8 +32,11 @@ type ManagedSession struct {
 	// AgentID and AgentVersion pin the agent version the session runs:
 	// an agent reference is resolved to its version at creation, and a
 	// later version of the agent does not change the session.
-	AgentID       string
-	AgentVersion  int64
+	AgentID      string
+	AgentVersion int64
+	// Agent is that agent version, filled by core's reads when it still
+	// exists; nil otherwise.
+	Agent         *Agent
 	EnvironmentID string
 	Usage         SessionUsage
 	// ActiveSeconds is the time spent running, summed over every turn
