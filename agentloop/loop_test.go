@@ -184,7 +184,7 @@ func TestTurnWithToolUses(t *testing.T) {
 		!strings.Contains(reqs[0].System, "Instructions: Write what you learn to learned.md.") {
 		t.Fatalf("first request's system prompt: %q", reqs[0].System)
 	}
-	if got := strings.Join(reqs[0].Tools, ","); got != "bash,read,write,edit,glob,grep,lookup" {
+	if got := strings.Join(reqs[0].Tools, ","); got != "bash,edit,read,write,glob,grep,lookup" {
 		t.Errorf("tools %s", got)
 	}
 	// The environment has work queued for the session.
