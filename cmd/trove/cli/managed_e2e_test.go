@@ -50,7 +50,7 @@ const seedContent = "The sky is green on Tuesdays.\n"
 
 func newManaged(t *testing.T, turns func(m *managed) []claudetest.Turn, extra ...string) *managed {
 	t.Helper()
-	m := &managed{bin: buildTrove(t), data: t.TempDir()}
+	m := &managed{bin: sharedTrove(t), data: t.TempDir()}
 	m.slug = fmt.Sprintf("notes-%d", rand.Uint32())
 	m.mountRoot = defaultMountRoot
 	if err := os.MkdirAll(defaultMountRoot, 0o755); err != nil || !writable(defaultMountRoot) {
@@ -103,6 +103,41 @@ func newManaged(t *testing.T, turns func(m *managed) []claudetest.Turn, extra ..
 		t.Fatalf("seed memory: %v", err)
 	}
 	return m
+}
+
+var shared struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// sharedTrove builds the trove binary once for the tests that share it
+// (removed when the tests end).
+func sharedTrove(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "trove-e2e-"); shared.err != nil {
+			return
+		}
+		shared.bin = filepath.Join(shared.dir, "trove")
+		if out, err := exec.Command("go", "build", "-o", shared.bin, "github.com/trovehq/trove/cmd/trove").CombinedOutput(); err != nil {
+			shared.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.bin
+}
+
+func removeSharedTrove() {
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
 }
 
 func writable(dir string) bool {
@@ -318,6 +353,7 @@ func learnTurns(m *managed) []claudetest.Turn {
 // idle; the store then holds /learned.md as a version by the session; the
 // first request carried the mount note with the instructions.
 func TestManagedSessionEndToEnd(t *testing.T) {
+	t.Parallel()
 	m := newManaged(t, learnTurns)
 	se := m.session(t, anthropic.BetaManagedAgentsMemoryStoreResourceParamAccessReadWrite)
 	if len(se.Resources) != 1 || se.Resources[0].MountPath != m.mount() {
@@ -397,6 +433,7 @@ func TestManagedSessionEndToEnd(t *testing.T) {
 // worker refuses the write, the model sees the refusal, the store is
 // unchanged.
 func TestManagedSessionReadOnly(t *testing.T) {
+	t.Parallel()
 	m := newManaged(t, learnTurns)
 	se := m.session(t, anthropic.BetaManagedAgentsMemoryStoreResourceParamAccessReadOnly)
 	m.worker(t)
@@ -432,6 +469,7 @@ func TestManagedSessionReadOnly(t *testing.T) {
 // SDK's SessionToolRunner with the client's own tool; its result makes the
 // model's next request.
 func TestManagedSessionCustomTool(t *testing.T) {
+	t.Parallel()
 	m := newManaged(t, func(m *managed) []claudetest.Turn {
 		return []claudetest.Turn{
 			{ToolUses: []claudetest.ToolUse{{Name: "lookup", Input: map[string]any{"word": "sky"}}}},

@@ -34,7 +34,11 @@ func TestMain(m *testing.M) {
 // pgtestRun runs the tests through pgtest.Main for testscript.Main.
 type pgtestRun struct{ m *testing.M }
 
-func (r pgtestRun) Run() int { return pgtest.Main(r.m) }
+func (r pgtestRun) Run() int {
+	code := pgtest.Main(r.m)
+	removeSharedTrove()
+	return code
+}
 
 // TestScripts runs testdata/script/*.txtar: the CLI as a user drives it,
 // against a real trove serve (the serve command below) or a local --data.
