@@ -238,7 +238,7 @@ type AgentService interface {
 	GetAgent(ctx context.Context, agentID string, version int64) (*Agent, error)
 	// UpdateAgent stores a new version holding the change and returns it; a
 	// change that leaves every field as it is returns the current version
-	// unchanged. EPRECONDITION when p.Version is set and is not the current
+	// unchanged. ECONFLICT when p.Version is set and is not the current
 	// version; EINVALID on an archived agent or for bad input.
 	UpdateAgent(ctx context.Context, agentID string, p UpdateAgentParams) (*Agent, error)
 	// ListAgents lists current versions, newest agent first.

@@ -232,6 +232,24 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*trove.Princ
 		if err != nil {
 			return nil, authErr(err)
 		}
+	case strings.HasPrefix(secret, EnvironmentKeyPrefix):
+		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
+			var err error
+			out, err = s.environmentPrincipal(ctx, tx, key)
+			return err
+		})
+		if err != nil {
+			return nil, authErr(err)
+		}
+	case strings.HasPrefix(secret, WorkTokenPrefix):
+		err := s.read(ctx, "Authenticate", func(tx storage.Tx) error {
+			var err error
+			out, err = s.workPrincipal(ctx, tx, key)
+			return err
+		})
+		if err != nil {
+			return nil, authErr(err)
+		}
 	default:
 		return nil, errBadCredential()
 	}

@@ -109,3 +109,8 @@ func (c *authCache) dropKey(id string) {
 func (c *authCache) dropSession(id string) {
 	c.invalidate(func(p *trove.Principal) bool { return p.Session != nil && p.Session.SessionID == id })
 }
+
+// dropEnvKey forgets the credential of environment key id.
+func (c *authCache) dropEnvKey(id string) {
+	c.invalidate(func(p *trove.Principal) bool { return p.Environment != nil && p.Environment.KeyID == id })
+}

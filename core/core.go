@@ -63,6 +63,7 @@ type Service struct {
 	events     feedHub       // wakes WaitEvents' waiters, by session ID
 	eventPoll  time.Duration // WaitEvents' poll: changePoll, or notifiedEventPoll with a notifier
 	hook       EventHook     // SetEventHook's
+	work       workHub       // wakes the work queue's long polls (work.go)
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/trovehq/trove"
 )
@@ -29,6 +30,7 @@ var errorClasses = map[string]errorClass{
 	trove.EPRECONDITION:    {http.StatusConflict, "memory_precondition_failed_error", "false"},
 	trove.ECONFLICT:        {http.StatusConflict, "conflict_error", "false"},
 	trove.ETOOLARGE:        {http.StatusRequestEntityTooLarge, "request_too_large", "false"},
+	trove.ELEASELOST:       {http.StatusPreconditionFailed, "invalid_request_error", "false"},
 	trove.EUNAVAILABLE:     {http.StatusServiceUnavailable, "api_error", "true"},
 	trove.EINTERNAL:        {http.StatusInternalServerError, "api_error", ""},
 }
@@ -46,7 +48,17 @@ type wireErrorBody struct {
 }
 
 type wireErrorDetail struct {
-	ErrorCode string `json:"error_code"`
+	ErrorCode    string          `json:"error_code"`
+	CurrentState *wireLeaseState `json:"current_state,omitempty"`
+}
+
+// wireLeaseState is a work item's lease in a refused heartbeat's details
+// (ELEASELOST).
+type wireLeaseState struct {
+	State         string  `json:"state"`
+	LastHeartbeat *string `json:"last_heartbeat"`
+	LeaseExtended bool    `json:"lease_extended"`
+	TTLSeconds    int64   `json:"ttl_seconds"`
 }
 
 // wireError is the error envelope.
@@ -79,6 +91,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		if te.DetailCode != "" {
 			body.Details = &wireErrorDetail{ErrorCode: te.DetailCode}
+		}
+		if code == trove.ELEASELOST && te.Lease != nil {
+			st := &wireLeaseState{State: string(te.Lease.State), LeaseExtended: te.Lease.LeaseExtended, TTLSeconds: int64(te.Lease.TTL / time.Second)}
+			if te.Lease.LastHeartbeat != "" {
+				hb := te.Lease.LastHeartbeat
+				st.LastHeartbeat = &hb
+			}
+			body.Details = &wireErrorDetail{ErrorCode: "heartbeat_precondition_failed", CurrentState: st}
 		}
 	} else {
 		body.Message = internalMessage

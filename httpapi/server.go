@@ -71,6 +71,12 @@ type Config struct {
 	// and GET / redirects there; it gets the same timeouts, request IDs,
 	// logs and metrics (route "console") as the API. nil: both are 404.
 	Console http.Handler
+	// Agents, Environments and Work serve /v1/agents, /v1/environments
+	// (with /trove/v1/environments/{id}/keys) and the self-hosted work
+	// queue; each nil disables its routes (404).
+	Agents       trove.AgentService
+	Environments trove.EnvironmentService
+	Work         trove.WorkService
 }
 
 // Timeouts bound the time a client may hold the server's resources. Every
@@ -132,6 +138,9 @@ type Server struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	routes  []string // "METHOD /pattern" of every route, for tests
+	agents  trove.AgentService
+	envs    trove.EnvironmentService
+	work    trove.WorkService
 
 	changes   trove.ChangeService // nil: no feed
 	heartbeat time.Duration
@@ -143,10 +152,11 @@ type Server struct {
 type routeKind int
 
 const (
-	kindPublic routeKind = iota // no credential
-	kindTrove                   // a credential
-	kindMemory                  // a credential and a memory beta flag
-	kindDream                   // a credential and the dreaming beta flag
+	kindPublic  routeKind = iota // no credential
+	kindTrove                    // a credential
+	kindMemory                   // a credential and a memory beta flag
+	kindDream                    // a credential and the dreaming beta flag
+	kindManaged                  // a credential and managed-agents-2026-04-01
 )
 
 // handlerFunc is an endpoint: it writes a success itself and returns the
@@ -175,6 +185,9 @@ func NewServer(cfg Config) *Server {
 		health:  cfg.Health,
 		mux:     http.NewServeMux(),
 		reg:     cfg.Metrics,
+		agents:  cfg.Agents,
+		envs:    cfg.Environments,
+		work:    cfg.Work,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -246,6 +259,7 @@ func NewServer(cfg Config) *Server {
 		add("POST", "/v1/dreams/{dream_id}/cancel", kindDream, s.cancelDream)
 		add("POST", "/v1/dreams/{dream_id}/archive", kindDream, s.archiveDream)
 	}
+	s.addManagedRoutes(add) // agents.go, environments.go, work.go
 	add("GET", "/healthz", kindPublic, s.healthz)
 	prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	add("GET", "/metrics", kindPublic, func(w http.ResponseWriter, r *http.Request) error {
@@ -487,6 +501,12 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			}
 			if rt.kind == kindMemory {
 				if err := checkBetas(r.Header); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			if rt.kind == kindManaged {
+				if err := checkManagedBeta(r.Header); err != nil {
 					s.writeError(w, r, err)
 					return
 				}

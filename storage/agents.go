@@ -66,9 +66,11 @@ type AgentTx interface {
 	// ENOTFOUND.
 	WorkLiveForSession(ctx context.Context, sessionID string) (*trove.WorkItem, error)
 	// WorkUpdate replaces every mutable column of w.ID (state, metadata,
-	// timestamps, lease, worker, claims) and sets its token hash (nil
+	// timestamps, lease, worker, claims); the token hash stays.
+	WorkUpdate(ctx context.Context, w *trove.WorkItem) error
+	// WorkSetToken sets the hash of the item's current claim token (nil
 	// clears it).
-	WorkUpdate(ctx context.Context, w *trove.WorkItem, tokenHash []byte) error
+	WorkSetToken(ctx context.Context, id string, tokenHash []byte) error
 	// WorkClaim takes the oldest claimable item of environmentID — queued;
 	// polled and unacknowledged with polled_at before reclaimBefore; or
 	// starting/active with lease_expires_at before now — and returns it

@@ -362,17 +362,22 @@ func (t *tx) WorkLiveForSession(ctx context.Context, sessionID string) (*trove.W
 	return t.workOne(ctx, `SELECT `+workCols+` FROM work_items WHERE session_id = $1 AND state <> 'stopped' FOR UPDATE`, sessionID)
 }
 
-// WorkUpdate replaces the mutable columns of w.ID and its token hash.
-func (t *tx) WorkUpdate(ctx context.Context, w *trove.WorkItem, tokenHash []byte) error {
+// WorkUpdate replaces the mutable columns of w.ID.
+func (t *tx) WorkUpdate(ctx context.Context, w *trove.WorkItem) error {
 	meta, err := storage.EncodeMetadata(w.Metadata)
 	if err != nil {
 		return err
 	}
 	return one(t.exec(ctx, `UPDATE work_items SET state = $2, metadata = $3, polled_at = $4, acknowledged_at = $5,
 		started_at = $6, latest_heartbeat_at = $7, stop_requested_at = $8, stopped_at = $9, last_heartbeat = $10, lease_ttl_ms = $11,
-		lease_expires_at = $12, worker_id = $13, claims = $14, token_hash = $15 WHERE id = $1`,
+		lease_expires_at = $12, worker_id = $13, claims = $14 WHERE id = $1`,
 		w.ID, string(w.State), meta, w.PolledAt, w.AcknowledgedAt, w.StartedAt, w.LatestHeartbeatAt, w.StopRequestedAt, w.StoppedAt,
-		w.LastHeartbeat, w.LeaseTTL.Milliseconds(), w.LeaseExpiresAt, w.WorkerID, w.Claims, tokenHash))("work")
+		w.LastHeartbeat, w.LeaseTTL.Milliseconds(), w.LeaseExpiresAt, w.WorkerID, w.Claims))("work")
+}
+
+// WorkSetToken sets (nil: clears) the item's token hash.
+func (t *tx) WorkSetToken(ctx context.Context, id string, tokenHash []byte) error {
+	return one(t.exec(ctx, `UPDATE work_items SET token_hash = $2 WHERE id = $1`, id, tokenHash))("work")
 }
 
 // WorkClaim returns the oldest claimable item, locked; items another

@@ -360,22 +360,27 @@ func (t *tx) WorkLiveForSession(ctx context.Context, sessionID string) (*trove.W
 	return t.workOne(ctx, sessionID, `SELECT `+workCols+` FROM work_items WHERE session_id = ? AND state <> 'stopped'`, sessionID)
 }
 
-// WorkUpdate replaces the mutable columns of w.ID and its token hash.
-func (t *tx) WorkUpdate(ctx context.Context, w *trove.WorkItem, tokenHash []byte) error {
+// WorkUpdate replaces the mutable columns of w.ID.
+func (t *tx) WorkUpdate(ctx context.Context, w *trove.WorkItem) error {
 	meta, err := storage.EncodeMetadata(w.Metadata)
 	if err != nil {
 		return err
 	}
+	return t.execOne(ctx, "work", w.ID, `UPDATE work_items SET state = ?, metadata = ?, polled_at = ?, acknowledged_at = ?,
+		started_at = ?, latest_heartbeat_at = ?, stop_requested_at = ?, stopped_at = ?, last_heartbeat = ?, lease_ttl_ms = ?,
+		lease_expires_at = ?, worker_id = ?, claims = ? WHERE id = ?`,
+		string(w.State), meta, nullMicros(w.PolledAt), nullMicros(w.AcknowledgedAt), nullMicros(w.StartedAt),
+		nullMicros(w.LatestHeartbeatAt), nullMicros(w.StopRequestedAt), nullMicros(w.StoppedAt), w.LastHeartbeat,
+		w.LeaseTTL.Milliseconds(), nullMicros(w.LeaseExpiresAt), w.WorkerID, w.Claims, w.ID)
+}
+
+// WorkSetToken sets (nil: clears) the item's token hash.
+func (t *tx) WorkSetToken(ctx context.Context, id string, tokenHash []byte) error {
 	var tok any
 	if tokenHash != nil {
 		tok = tokenHash
 	}
-	return t.execOne(ctx, "work", w.ID, `UPDATE work_items SET state = ?, metadata = ?, polled_at = ?, acknowledged_at = ?,
-		started_at = ?, latest_heartbeat_at = ?, stop_requested_at = ?, stopped_at = ?, last_heartbeat = ?, lease_ttl_ms = ?,
-		lease_expires_at = ?, worker_id = ?, claims = ?, token_hash = ? WHERE id = ?`,
-		string(w.State), meta, nullMicros(w.PolledAt), nullMicros(w.AcknowledgedAt), nullMicros(w.StartedAt),
-		nullMicros(w.LatestHeartbeatAt), nullMicros(w.StopRequestedAt), nullMicros(w.StoppedAt), w.LastHeartbeat,
-		w.LeaseTTL.Milliseconds(), nullMicros(w.LeaseExpiresAt), w.WorkerID, w.Claims, tok, w.ID)
+	return t.execOne(ctx, "work", id, `UPDATE work_items SET token_hash = ? WHERE id = ?`, tok, id)
 }
 
 // WorkClaim returns the oldest claimable item (SQLite has one writer, so

@@ -333,6 +333,10 @@ func runServe(e *env, c serveConfig) error {
 		Dreams:   b.svc,
 		Auth:     b.svc,
 		Logger:   log,
+		// Managed Agents: agents, self-hosted environments, the work queue.
+		Agents:       b.svc,
+		Environments: b.svc,
+		Work:         b.svc,
 		// Room for a maximal memory with every byte JSON-escaped.
 		MaxBodyBytes: maxBodyFor(c.limits.MaxContentBytes),
 		Metrics:      reg,
