@@ -486,7 +486,11 @@ func (s *Service) StopWork(ctx context.Context, environmentID, workID string, fo
 			return trove.Errorf(trove.ECONFLICT, "work %s is already stopped", workID)
 		}
 		now := s.now()
-		if force || w.State == trove.WorkQueued {
+		// The worker's own stop (its environment key or the item's token)
+		// ends the item; a workspace key's graceful stop asks the worker to
+		// stop (it sees stopping on its next heartbeat).
+		byWorker := role != roleWorkspace
+		if force || byWorker || w.State == trove.WorkQueued {
 			stopNow(w, now)
 			if err := tx.WorkSetToken(ctx, w.ID, nil); err != nil {
 				return err
