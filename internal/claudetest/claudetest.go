@@ -65,6 +65,17 @@ type Server struct {
 	turns    []Turn
 	loop     *Turn
 	requests []Request
+	byPos    bool
+}
+
+// AnswerByPosition makes the server answer each request with the turn of
+// its place in the conversation (the number of assistant messages it
+// holds) instead of the request's count, so a request asked again (after
+// a crash) gets the same planned turn.
+func (s *Server) AnswerByPosition() {
+	s.mu.Lock()
+	s.byPos = true
+	s.mu.Unlock()
 }
 
 // New starts a server answering with turns in order; t's cleanup closes it.
@@ -132,6 +143,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	n := len(s.requests)
+	if s.byPos {
+		n = 0
+		for _, m := range req.Messages {
+			var role struct{ Role string }
+			if json.Unmarshal(m, &role) == nil && role.Role == "assistant" {
+				n++
+			}
+		}
+	}
 	s.requests = append(s.requests, rec)
 	var turn Turn
 	switch {
