@@ -53,6 +53,8 @@ type Request struct {
 	System   string
 	Messages []json.RawMessage
 	Tools    []string
+	// At is when the request arrived, Done when its answer was written.
+	At, Done time.Time
 }
 
 // Server is a scripted Messages API.
@@ -134,7 +136,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		key = a
 	}
-	rec := Request{APIKey: key, Model: req.Model, Messages: req.Messages}
+	rec := Request{APIKey: key, Model: req.Model, Messages: req.Messages, At: time.Now()}
 	for _, b := range req.System {
 		rec.System += b.Text
 	}
@@ -152,6 +154,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	idx := len(s.requests)
 	s.requests = append(s.requests, rec)
 	var turn Turn
 	switch {
@@ -202,6 +205,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if len(turn.ToolUses) == 0 {
 		content = append(content, map[string]any{"type": "text", "text": turn.Text})
 	}
+	defer func() {
+		s.mu.Lock()
+		s.requests[idx].Done = time.Now()
+		s.mu.Unlock()
+	}()
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
