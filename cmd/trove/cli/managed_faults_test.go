@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,5 +145,68 @@ func TestManagedSessionSurvivesKill9(t *testing.T) {
 				t.Errorf("learned.md has %d versions, want 1", n)
 			}
 		})
+	}
+}
+
+// TestManagedSessionWorkerKilled: kill -9 of a trove worker that holds the
+// session's work; a second trove worker gets the work once its lease
+// (--lease-ttl 5s) has run out, and the turn finishes with the store
+// holding the write.
+func TestManagedSessionWorkerKilled(t *testing.T) {
+	t.Parallel()
+	m := newManaged(t, learnTurns)
+	se := m.session(t, anthropic.BetaManagedAgentsMemoryStoreResourceParamAccessReadWrite)
+	// Each worker has its own --mount-root, as two hosts would: the SDK's
+	// worker refuses to mount over a dead worker's leftovers.
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(m.bin, "worker", "--url", m.url, "--environment", m.envID, "--environment-key", m.envKey,
+			"--mount-root", t.TempDir(), "--workdir", t.TempDir(), "--max-idle", "300ms", "--lease-ttl", "5s")
+		cmd.Env = append(os.Environ(), "TROVE_URL=", "ANTHROPIC_API_KEY=")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	w1 := startWorker()
+	// Wait until the first worker holds the session's work (active).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pg, err := m.sdk.Beta.Environments.Work.List(context.Background(), m.envID, anthropic.BetaEnvironmentWorkListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		active := false
+		for _, w := range pg.Data {
+			if w.Data.ID == se.ID && w.State == "active" {
+				active = true
+			}
+		}
+		if active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first worker never took the session's work")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	w1.Wait()
+	startWorker()
+	m.say(t, se.ID, "Keep a note.")
+	evs := m.waitTurnEnd(t, se.ID)
+	results := 0
+	for _, ev := range evs {
+		if ev.Type == "user.tool_result" {
+			results++
+		}
+	}
+	if results != 2 {
+		t.Errorf("%d tool results, want 2", results)
+	}
+	if mem := m.waitMemory(t, "/learned.md"); mem.Content != "Tuesdays: green sky.\n" {
+		t.Errorf("learned.md = %q", mem.Content)
 	}
 }
