@@ -1,8 +1,12 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,7 +14,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
+	"github.com/trovehq/trove/storage/sqlite"
 )
 
 func managed(r rawReq) rawReq {
@@ -240,4 +246,81 @@ func envKey(t *testing.T, e *testEnv, envID string) (id, secret string) {
 		t.Fatalf("key: %s (%v)", res.body, err)
 	}
 	return k.ID, k.Secret
+}
+
+// FuzzManagedBodies posts arbitrary bodies to the agent and environment
+// create and update endpoints (the parsers of tools, models, configs and
+// metadata): never a 5xx, every refusal the error envelope, every 200 the
+// object.
+func FuzzManagedBodies(f *testing.F) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	svc := core.New(db, core.Options{})
+	_, secret, err := svc.CreateKey(ctx, testWorkspace, "fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := httpapi.NewServer(httpapi.Config{Services: svc, Auth: svc, Agents: svc, Environments: svc, Work: svc})
+	url, stop := serveTransport(f, netHTTP, h, nil)
+	f.Cleanup(stop)
+	post := func(t *testing.T, path string, body []byte) (int, []byte) {
+		req, _ := http.NewRequest("POST", url+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("anthropic-beta", httpapi.BetaManagedAgents)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	status, b := post(&testing.T{}, "/v1/agents", []byte(`{"name":"seed","model":"m"}`))
+	var agent struct{ ID string }
+	if status != 200 || json.Unmarshal(b, &agent) != nil {
+		f.Fatalf("seed agent: %d %s", status, b)
+	}
+	status, b = post(&testing.T{}, "/v1/environments", []byte(`{"name":"seed"}`))
+	var env struct{ ID string }
+	if status != 200 || json.Unmarshal(b, &env) != nil {
+		f.Fatalf("seed environment: %d %s", status, b)
+	}
+	for _, s := range []string{
+		`{"name":"a","model":{"id":"m","effort":{"type":"low"}},"tools":[{"type":"agent_toolset_20260401","default_config":{"enabled":false},"configs":[{"name":"read","enabled":true}]}]}`,
+		`{"name":"a","model":"m","tools":[{"type":"custom","name":"t","description":"d","input_schema":{"type":"object","properties":{}}}]}`,
+		`{"version":1,"metadata":{"a":null,"b":"c"},"tools":null,"description":null}`,
+		`{"name":"e","config":{"type":"self_hosted"},"description":null,"scope":"organization"}`,
+		`{"tools":[{"type":"agent_toolset_20260401","configs":[{"name":"web_search","enabled":false,"user_location":{}}]}]}`,
+	} {
+		for route := range uint8(4) {
+			f.Add(route, []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		if len(body) > 64<<10 {
+			return
+		}
+		path := []string{"/v1/agents", "/v1/agents/" + agent.ID, "/v1/environments", "/v1/environments/" + env.ID}[route%4]
+		status, b := post(t, path, body)
+		var out struct {
+			Type  string
+			Error *struct{ Type, Message string }
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%s %q: %d, body not JSON: %s", path, body, status, b)
+		}
+		switch {
+		case status >= 500:
+			t.Fatalf("%s %q: %d %s", path, body, status, b)
+		case status == 200 && out.Type != "agent" && out.Type != "environment":
+			t.Fatalf("%s %q: 200 %s", path, body, b)
+		case status != 200 && (out.Type != "error" || out.Error == nil || out.Error.Message == ""):
+			t.Fatalf("%s %q: %d without the envelope: %s", path, body, status, b)
+		}
+	})
 }

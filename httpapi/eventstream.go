@@ -90,7 +90,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The headers go out now: once the client has the response, the
 	// stream's position is fixed, and nothing appended later is missed.
-	if !send([]byte(": stream open\n\n")) {
+	// "id: <cursor>" alone tells a reader where the stream starts (an
+	// EventSource's last event ID; the SDK skips a message with no data).
+	if !send(fmt.Appendf(nil, ": stream open\nid: %d\n\n", cursor)) {
 		return nil
 	}
 	checked, beat := time.Now(), time.Now()
