@@ -260,12 +260,27 @@ func (m *managed) say(t *testing.T, sessionID, text string) {
 
 // streamUntilIdle reads the SDK's event stream until a session.status_idle
 // that ends the turn, and returns the events seen.
-func (m *managed) streamUntilIdle(t *testing.T, ctx context.Context, sessionID string) []anthropic.BetaManagedAgentsStreamSessionEventsUnion {
+// streamUntilIdle opens the SDK's event stream (StreamEvents connects
+// before it returns) and returns a channel that gets the events read until
+// a session.status_idle that ends the turn.
+func (m *managed) streamUntilIdle(t *testing.T, ctx context.Context, sessionID string) <-chan []anthropic.BetaManagedAgentsStreamSessionEventsUnion {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
 	stream := m.sdk.Beta.Sessions.Events.StreamEvents(ctx, sessionID, anthropic.BetaSessionEventStreamParams{})
-	defer stream.Close()
+	out := make(chan []anthropic.BetaManagedAgentsStreamSessionEventsUnion, 1)
+	go func() {
+		defer cancel()
+		defer stream.Close()
+		out <- readUntilIdle(t, stream)
+	}()
+	return out
+}
+
+func readUntilIdle(t *testing.T, stream interface {
+	Next() bool
+	Current() anthropic.BetaManagedAgentsStreamSessionEventsUnion
+	Err() error
+}) []anthropic.BetaManagedAgentsStreamSessionEventsUnion {
 	var got []anthropic.BetaManagedAgentsStreamSessionEventsUnion
 	for stream.Next() {
 		ev := stream.Current()
@@ -274,8 +289,8 @@ func (m *managed) streamUntilIdle(t *testing.T, ctx context.Context, sessionID s
 			return got
 		}
 	}
-	t.Fatalf("stream ended before idle: %v; events %s", stream.Err(), streamTypes(got))
-	return nil
+	t.Errorf("stream ended before idle: %v; events %s", stream.Err(), streamTypes(got))
+	return got
 }
 
 func streamTypes(evs []anthropic.BetaManagedAgentsStreamSessionEventsUnion) string {
@@ -361,9 +376,7 @@ func TestManagedSessionEndToEnd(t *testing.T) {
 	}
 	m.worker(t)
 	ctx := context.Background()
-	streamed := make(chan []anthropic.BetaManagedAgentsStreamSessionEventsUnion, 1)
-	go func() { streamed <- m.streamUntilIdle(t, ctx, se.ID) }()
-	time.Sleep(100 * time.Millisecond) // the stream is open before the message (the list below checks the rest)
+	streamed := m.streamUntilIdle(t, ctx, se.ID)
 	m.say(t, se.ID, "What colour is the sky on Tuesdays? Keep a note.")
 	got := <-streamed
 	types := streamTypes(got)
@@ -438,9 +451,7 @@ func TestManagedSessionReadOnly(t *testing.T) {
 	se := m.session(t, anthropic.BetaManagedAgentsMemoryStoreResourceParamAccessReadOnly)
 	m.worker(t)
 	ctx := context.Background()
-	streamed := make(chan []anthropic.BetaManagedAgentsStreamSessionEventsUnion, 1)
-	go func() { streamed <- m.streamUntilIdle(t, ctx, se.ID) }()
-	time.Sleep(100 * time.Millisecond)
+	streamed := m.streamUntilIdle(t, ctx, se.ID)
 	m.say(t, se.ID, "Keep a note.")
 	got := <-streamed
 	var refused bool
