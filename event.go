@@ -56,6 +56,9 @@ type ListEventsParams struct {
 	Limit  int // 0 means the default (20)
 	Cursor string
 
+	// AfterSeq, with no Cursor, starts an oldest-first listing after this
+	// Seq (a live reader's own cursor).
+	AfterSeq      int64
 	Order         string    // "" or "asc": oldest first; "desc": newest first
 	Types         []string  // only these event types; empty: any
 	CreatedAt     TimeRange // inclusive bounds on processed_at

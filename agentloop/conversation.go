@@ -15,6 +15,7 @@ type toolUse struct {
 	eventID string
 	name    string
 	custom  bool
+	ask     bool // evaluated_permission "ask": waits for a confirmation
 }
 
 // conversation is a transcript read back: the Messages conversation it
@@ -113,7 +114,8 @@ func rebuild(events []trove.SessionEvent) *conversation {
 				input = map[string]any{}
 			}
 			assistant = append(assistant, anthropic.NewToolUseBlock(e.ID, input, name))
-			uses = append(uses, toolUse{eventID: e.ID, name: name, custom: e.Type == trove.EventAgentCustomToolUse})
+			perm, _ := body["evaluated_permission"].(string)
+			uses = append(uses, toolUse{eventID: e.ID, name: name, custom: e.Type == trove.EventAgentCustomToolUse, ask: perm == "ask"})
 			c.needsModel = false
 		case "user.tool_result", trove.EventUserCustomToolResult:
 			id, _ := body["tool_use_id"].(string)

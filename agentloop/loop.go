@@ -294,6 +294,7 @@ func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 // work advances the session until it waits for others; done reports that
 // nothing is left to do until the next wake.
 func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (done bool, err error) {
+	ensured := false // EnsureWork once per claim
 	for step := 0; ; step++ {
 		if ctx.Err() != nil {
 			return false, nil
@@ -319,16 +320,22 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 		switch {
 		case len(c.open) > 0:
 			// Waiting for tool results: a worker must be there for the
-			// toolset's, and the status says so once.
+			// toolset's (the session stays running while it works, as a
+			// hosted sandbox does); a custom tool's or a confirmation's
+			// wait is the client's, and the session idles with
+			// requires_action naming the events, once.
+			client := false
 			for _, u := range c.open {
-				if !u.custom {
+				if u.custom || u.ask {
+					client = true
+				} else if !ensured {
 					if err := r.be.EnsureWork(ctx, sessionID); err != nil {
 						return false, err
 					}
-					break
+					ensured = true
 				}
 			}
-			if spec.Status != statusIdle {
+			if client && spec.Status != statusIdle {
 				ids := make([]string, len(c.open))
 				for i, u := range c.open {
 					ids[i] = u.eventID

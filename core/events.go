@@ -64,7 +64,9 @@ func (s *Service) AppendEvents(ctx context.Context, sessionID string, events []t
 		total += int64(len(b))
 	}
 	var out []trove.SessionEvent
+	wake := false
 	err = s.write(ctx, "AppendEvents", func(tx storage.Tx) error {
+		wake = false
 		se, err := tx.SessionLock(ctx, pr.WorkspaceID, sessionID)
 		if err != nil {
 			return err
@@ -79,6 +81,11 @@ func (s *Service) AppendEvents(ctx context.Context, sessionID string, events []t
 			if refs, err = s.checkSend(ctx, tx, se, events, bodies); err != nil {
 				return err
 			}
+			// A worker must be there for the tool uses the input leads to.
+			if _, err := s.EnqueueSessionWorkTx(ctx, tx, se.WorkspaceID, se.Managed.EnvironmentID, se.ID); err != nil {
+				return err
+			}
+			wake = true
 		} else {
 			for i, e := range events {
 				if !slices.Contains(trove.EventTypes, e.Type) {
@@ -109,6 +116,9 @@ func (s *Service) AppendEvents(ctx context.Context, sessionID string, events []t
 	})
 	if err == nil {
 		s.events.notify(sessionID)
+		if wake {
+			s.WakeWorkPollers()
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -158,7 +168,10 @@ func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.List
 	if err != nil {
 		return nil, err
 	}
-	var pos int64
+	if p.AfterSeq < 0 || (p.AfterSeq > 0 && p.Order == "desc") {
+		return nil, trove.Errorf(trove.EINVALID, "after_seq must be >= 0 and lists oldest first")
+	}
+	pos := p.AfterSeq
 	if p.Cursor != "" {
 		c, err := decodeCursor(p.Cursor, kindEvent)
 		if err != nil {

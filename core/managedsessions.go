@@ -274,7 +274,13 @@ func (s *Service) terminate(ctx context.Context, tx storage.Tx, se *trove.Sessio
 		return nil
 	}
 	se.UpdatedAt = now
-	return tx.SessionUpdate(ctx, se)
+	if err := tx.SessionUpdate(ctx, se); err != nil {
+		return err
+	}
+	if se.Managed != nil {
+		return s.StopSessionWorkTx(ctx, tx, se.ID)
+	}
+	return nil
 }
 
 // setStatus moves se to status at now, keeping the managed part's running
@@ -320,6 +326,11 @@ func (s *Service) DeleteSession(ctx context.Context, sessionID string) error {
 		}
 		if se.Status == trove.SessionRunning || se.Status == trove.SessionRescheduling {
 			return trove.Errorf(trove.ECONFLICT, "session %s is %s; send user.interrupt and delete it once it is idle", sessionID, se.Status)
+		}
+		if se.Managed != nil {
+			if err := s.StopSessionWorkTx(ctx, tx, sessionID); err != nil {
+				return err
+			}
 		}
 		return tx.SessionDelete(ctx, sessionID)
 	})
@@ -567,6 +578,11 @@ func (s *Service) AppendAgentEvents(ctx context.Context, sessionID string, event
 		}
 		if changed {
 			if err := tx.SessionUpdate(ctx, se); err != nil {
+				return err
+			}
+		}
+		if terminated {
+			if err := s.StopSessionWorkTx(ctx, tx, sessionID); err != nil {
 				return err
 			}
 		}

@@ -90,6 +90,9 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 		locked := make(map[string]*trove.Store, len(attach))
 		for _, id := range slices.Sorted(maps.Keys(seen)) {
 			st, err := tx.StoreLock(ctx, pr.WorkspaceID, id)
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				return trove.Errorf(trove.ENOTFOUND, "memory store %s not found", id)
+			}
 			if err != nil {
 				return err
 			}
@@ -113,6 +116,13 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 		if err := tx.SessionInsert(ctx, se, hashSecret(token)); err != nil {
 			return err
 		}
+		if se.Managed != nil {
+			// The environment's workers take the session at once (they
+			// download its stores before the agent's first tool runs).
+			if _, err := s.EnqueueSessionWorkTx(ctx, tx, se.WorkspaceID, se.Managed.EnvironmentID, se.ID); err != nil {
+				return err
+			}
+		}
 		if len(initial) > 0 {
 			evs := s.newEvents(se.ID, 0, pr.Actor, now, initial)
 			if err := tx.EventInsert(ctx, evs); err != nil {
@@ -130,6 +140,7 @@ func (s *Service) CreateSession(ctx context.Context, p trove.CreateSessionParams
 	}
 	if out.Managed != nil {
 		s.events.notify(out.ID)
+		s.WakeWorkPollers()
 	}
 	return cloneSession(out), token, nil
 }

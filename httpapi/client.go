@@ -611,6 +611,9 @@ func (c *Client) RedactVersion(ctx context.Context, storeID, versionID string) (
 // CreateSession attaches stores to a new session and returns it with its
 // token.
 func (c *Client) CreateSession(ctx context.Context, p trove.CreateSessionParams) (*trove.Session, string, error) {
+	if p.Agent != nil {
+		return c.createManagedSession(ctx, p)
+	}
 	body := wireCreateSession{Resources: make([]wireSessionResourceParam, len(p.Stores))}
 	for i, a := range p.Stores {
 		typ, id := "memory_store", a.StoreID
@@ -703,13 +706,39 @@ type wireSessionIn struct {
 	CreatedAt string  `json:"created_at"`
 	EndedAt   *string `json:"ended_at"`
 	Token     string  `json:"token"`
+
+	Status        string            `json:"status"`
+	Title         *string           `json:"title"`
+	Metadata      map[string]string `json:"metadata"`
+	UpdatedAt     string            `json:"updated_at"`
+	ArchivedAt    *string           `json:"archived_at"`
+	AgentID       string            `json:"agent_id"`
+	AgentVersion  int64             `json:"agent_version"`
+	EnvironmentID string            `json:"environment_id"`
 }
 
 func (w *wireSessionIn) toSession(workspaceID string) *trove.Session {
-	s := &trove.Session{ID: w.ID, WorkspaceID: workspaceID, CreatedAt: parseTime(w.CreatedAt), Stores: make([]trove.SessionStore, len(w.Resources))}
+	s := &trove.Session{ID: w.ID, WorkspaceID: workspaceID, CreatedAt: parseTime(w.CreatedAt), Stores: make([]trove.SessionStore, len(w.Resources)),
+		Status: trove.SessionStatus(w.Status), Metadata: w.Metadata}
 	if w.EndedAt != nil {
 		t := parseTime(*w.EndedAt)
 		s.EndedAt = &t
+	}
+	if w.Title != nil {
+		s.Title = *w.Title
+	}
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	if w.UpdatedAt != "" {
+		s.UpdatedAt = parseTime(w.UpdatedAt)
+	}
+	if w.ArchivedAt != nil {
+		t := parseTime(*w.ArchivedAt)
+		s.ArchivedAt = &t
+	}
+	if w.AgentID != "" {
+		s.Managed = &trove.ManagedSession{AgentID: w.AgentID, AgentVersion: w.AgentVersion, EnvironmentID: w.EnvironmentID}
 	}
 	for i, r := range w.Resources {
 		s.Stores[i] = trove.SessionStore{
@@ -744,6 +773,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
+	if strings.HasPrefix(path, "/v1/sessions") {
+		req.Header.Set("anthropic-beta", BetaManagedAgents)
+	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -75,7 +75,11 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.events.ListEvents(r.Context(), r.PathValue("session_id"), trove.ListEventsParams{Limit: limit, Cursor: q.Get("page")})
+	p := trove.ListEventsParams{Limit: limit, Cursor: q.Get("page"), Order: q.Get("order")}
+	if p.AfterSeq, err = parseSeq("after_seq", q.Get("after_seq")); err != nil {
+		return err
+	}
+	page, err := s.events.ListEvents(r.Context(), r.PathValue("session_id"), p)
 	if err != nil {
 		return err
 	}

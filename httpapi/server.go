@@ -157,6 +157,9 @@ type Server struct {
 	envs    trove.EnvironmentService
 	work    trove.WorkService
 
+	msess  trove.ManagedSessionService // nil: no /v1/sessions
+	waiter trove.EventWaiter           // nil: no event stream
+
 	changes   trove.ChangeService // nil: no feed
 	heartbeat time.Duration
 	credCheck time.Duration   // Config.CredentialCheck
@@ -281,6 +284,7 @@ func NewServer(cfg Config) *Server {
 		add("POST", "/v1/dreams/{dream_id}/archive", kindDream, s.archiveDream)
 	}
 	s.addManagedRoutes(add) // agents.go, environments.go, work.go
+	s.addSessionRoutes(add) // managedsessions.go, eventstream.go
 	add("GET", "/healthz", kindPublic, s.healthz)
 	prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	add("GET", "/metrics", kindPublic, func(w http.ResponseWriter, r *http.Request) error {

@@ -91,6 +91,17 @@ type wireSession struct {
 	EndedAt   *string               `json:"ended_at"`
 	// Token is the session credential, present only in the create response.
 	Token string `json:"token,omitempty"`
+	// The one session concept: what /v1/sessions shows too (the agent of
+	// a managed session as its ID and version; see GET /v1/sessions/{id}
+	// for the whole agent, usage and stats).
+	Status        string            `json:"status"`
+	Title         *string           `json:"title"`
+	Metadata      map[string]string `json:"metadata"`
+	UpdatedAt     string            `json:"updated_at"`
+	ArchivedAt    *string           `json:"archived_at"`
+	AgentID       string            `json:"agent_id,omitempty"`
+	AgentVersion  int64             `json:"agent_version,omitempty"`
+	EnvironmentID string            `json:"environment_id,omitempty"`
 }
 
 // Request bodies. Pointer fields tell absent or null from a value.
@@ -235,14 +246,32 @@ func sessionToWire(s *trove.Session, token string) wireSession {
 			MountPath:     st.MountPath,
 		}
 	}
-	return wireSession{
-		Type:      "session",
-		ID:        s.ID,
-		Resources: res,
-		CreatedAt: formatTime(s.CreatedAt),
-		EndedAt:   formatTimePtr(s.EndedAt),
-		Token:     token,
+	w := wireSession{
+		Type:       "session",
+		ID:         s.ID,
+		Resources:  res,
+		CreatedAt:  formatTime(s.CreatedAt),
+		EndedAt:    formatTimePtr(s.EndedAt),
+		Token:      token,
+		Status:     string(s.Status),
+		Title:      nilIfEmpty(s.Title),
+		Metadata:   s.Metadata,
+		UpdatedAt:  formatTime(s.UpdatedAt),
+		ArchivedAt: formatTimePtr(s.ArchivedAt),
 	}
+	if w.Status == "" {
+		w.Status = string(trove.SessionIdle)
+	}
+	if w.Metadata == nil {
+		w.Metadata = map[string]string{}
+	}
+	if s.UpdatedAt.IsZero() {
+		w.UpdatedAt = w.CreatedAt
+	}
+	if m := s.Managed; m != nil {
+		w.AgentID, w.AgentVersion, w.EnvironmentID = m.AgentID, m.AgentVersion, m.EnvironmentID
+	}
+	return w
 }
 
 func nextPage(c string) *string {

@@ -53,6 +53,8 @@ type Request struct {
 	System   string
 	Messages []json.RawMessage
 	Tools    []string
+	// At is when the request arrived, Done when its answer was written.
+	At, Done time.Time
 }
 
 // Server is a scripted Messages API.
@@ -65,6 +67,17 @@ type Server struct {
 	turns    []Turn
 	loop     *Turn
 	requests []Request
+	byPos    bool
+}
+
+// AnswerByPosition makes the server answer each request with the turn of
+// its place in the conversation (the number of assistant messages it
+// holds) instead of the request's count, so a request asked again (after
+// a crash) gets the same planned turn.
+func (s *Server) AnswerByPosition() {
+	s.mu.Lock()
+	s.byPos = true
+	s.mu.Unlock()
 }
 
 // New starts a server answering with turns in order; t's cleanup closes it.
@@ -123,7 +136,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		key = a
 	}
-	rec := Request{APIKey: key, Model: req.Model, Messages: req.Messages}
+	rec := Request{APIKey: key, Model: req.Model, Messages: req.Messages, At: time.Now()}
 	for _, b := range req.System {
 		rec.System += b.Text
 	}
@@ -132,6 +145,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	n := len(s.requests)
+	if s.byPos {
+		n = 0
+		for _, m := range req.Messages {
+			var role struct{ Role string }
+			if json.Unmarshal(m, &role) == nil && role.Role == "assistant" {
+				n++
+			}
+		}
+	}
+	idx := len(s.requests)
 	s.requests = append(s.requests, rec)
 	var turn Turn
 	switch {
@@ -182,6 +205,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if len(turn.ToolUses) == 0 {
 		content = append(content, map[string]any{"type": "text", "text": turn.Text})
 	}
+	defer func() {
+		s.mu.Lock()
+		s.requests[idx].Done = time.Now()
+		s.mu.Unlock()
+	}()
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,

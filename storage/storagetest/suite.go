@@ -52,6 +52,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"Keys", testKeys},
 		{"Sessions", testSessions},
 		{"Events", testEvents},
+		{"ManagedSessions", testManagedSessions},
 		{"DreamRoundTrip", testDreamRoundTrip},
 		{"DreamList", testDreamList},
 		{"DreamClaim", testDreamClaim},

@@ -144,24 +144,47 @@ func scriptMode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// scriptAPI is "api PATH" (a GET) or "api METHOD PATH [BODYFILE]": the
+// answer's JSON, indented, on stdout; "! api" expects a refusal.
 func scriptAPI(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: api PATH")
+	method, path, bodyFile := http.MethodGet, "", ""
+	switch len(args) {
+	case 1:
+		path = args[0]
+	case 2, 3:
+		method, path = args[0], args[1]
+		if len(args) == 3 {
+			bodyFile = args[2]
+		}
+	default:
+		ts.Fatalf("usage: api [METHOD] PATH [BODYFILE]")
 	}
-	req, err := http.NewRequest(http.MethodGet, ts.Getenv("SERVER")+args[0], nil)
+	var body io.Reader
+	if bodyFile != "" {
+		body = strings.NewReader(ts.ReadFile(bodyFile))
+	}
+	req, err := http.NewRequest(method, ts.Getenv("SERVER")+path, body)
 	ts.Check(err)
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(ts.ReadFile("data/api_key")))
 	req.Header.Set("anthropic-beta", httpapi.BetaAgentMemory)
+	for _, p := range []string{"/v1/agents", "/v1/environments", "/v1/sessions"} {
+		if strings.HasPrefix(path, p) {
+			req.Header.Set("anthropic-beta", httpapi.BetaManagedAgents)
+		}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := http.DefaultClient.Do(req)
 	ts.Check(err)
 	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	resBody, err := io.ReadAll(res.Body)
 	ts.Check(err)
 	if (res.StatusCode == http.StatusOK) == neg {
-		ts.Fatalf("GET %s: %s\n%s", args[0], res.Status, body)
+		ts.Fatalf("%s %s: %s\n%s", method, path, res.Status, resBody)
 	}
 	var out bytes.Buffer
-	ts.Check(json.Indent(&out, bytes.TrimSpace(body), "", "  "))
+	ts.Check(json.Indent(&out, bytes.TrimSpace(resBody), "", "  "))
 	out.WriteByte('\n')
 	ts.Stdout().Write(out.Bytes())
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,21 +56,30 @@ func newSessionsCmd(e *env) *cobra.Command {
 			}
 			rows := make([][]string, len(all))
 			for i, s := range all {
-				rows[i] = []string{s.ID, storesText(s.Stores), fmtTime(s.CreatedAt), fmtTimePtr(s.EndedAt)}
+				rows[i] = []string{s.ID, storesText(s.Stores), fmtTime(s.CreatedAt), fmtTimePtr(s.EndedAt), statusText(&s)}
 			}
-			return c.table([]string{"ID", "STORES", "CREATED", "ENDED"}, rows)
+			return c.table([]string{"ID", "STORES", "CREATED", "ENDED", "STATUS"}, rows)
 		},
 	}
 	list.Flags().StringVar(&storeRef, "store", "", "only sessions with this store attached")
 
 	var refs, instr []string
+	var agentRef, envRef, title string
 	create := &cobra.Command{
-		Use:   "create --store STORE[:ro] [--store …] [--instructions TEXT …]",
+		Use:   "create [--agent AGENT[@VERSION] --environment ENV [--title TEXT]] --store STORE[:ro] [--store …] [--instructions TEXT …]",
 		Short: "Create a session; its credential is printed alone on the last line, once",
-		Args:  cobra.NoArgs,
+		Long: "Without --agent: an agent-less session for an agent you run (trove session run, trove mount); its credential is printed once.\n" +
+			"With --agent and --environment: a Managed Agents session that Trove's agent loop runs, its tools run by the environment's worker (trove worker); talk to it with trove sessions chat.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(refs) == 0 {
-				return &exitError{code: exitUsage, err: withUsage(cmd, "sessions create: give at least one --store")}
+			if agentRef == "" && len(refs) == 0 {
+				return &exitError{code: exitUsage, err: withUsage(cmd, "sessions create: give at least one --store (or --agent and --environment)")}
+			}
+			if (agentRef == "") != (envRef == "") {
+				return &exitError{code: exitUsage, err: withUsage(cmd, "sessions create: --agent and --environment go together")}
+			}
+			if agentRef == "" && title != "" {
+				return &exitError{code: exitUsage, err: withUsage(cmd, "sessions create: --title needs --agent")}
 			}
 			k, err := c.open(cmd)
 			if err != nil {
@@ -99,9 +109,22 @@ func newSessionsCmd(e *env) *cobra.Command {
 				}
 				attach = append(attach, a)
 			}
-			s, token, err := ss.CreateSession(k.ctx, trove.CreateSessionParams{Stores: attach})
+			p := trove.CreateSessionParams{Stores: attach}
+			if agentRef != "" {
+				ref, err := parseAgentRef(agentRef)
+				if err != nil {
+					return err
+				}
+				p.Agent, p.EnvironmentID, p.Title = ref, envRef, title
+			}
+			s, token, err := ss.CreateSession(k.ctx, p)
 			if err != nil {
 				return err
+			}
+			if p.Agent != nil {
+				// A managed session's credential goes to its environment's
+				// workers with their work, never to the creator.
+				token = ""
 			}
 			if c.json() {
 				return c.printJSON(httpapi.WireSession(s, token))
@@ -109,10 +132,15 @@ func newSessionsCmd(e *env) *cobra.Command {
 			if err := c.showSession(s); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "credential (shown once; end the session to revoke it):\n%s\n", token)
+			if token != "" {
+				fmt.Fprintf(e.stdout, "credential (shown once; end the session to revoke it):\n%s\n", token)
+			}
 			return nil
 		},
 	}
+	create.Flags().StringVar(&agentRef, "agent", "", "the agent ID the session runs, agent_…@VERSION to pin a version (default: its latest)")
+	create.Flags().StringVar(&envRef, "environment", "", "the environment ID (env_…) whose workers run the agent's tools")
+	create.Flags().StringVar(&title, "title", "", "the session's title")
 	create.Flags().StringArrayVar(&refs, "store", nil, "store name or ID to attach, :ro for read-only (repeatable)")
 	create.Flags().StringArrayVar(&instr, "instructions", nil, "instructions for the store at the same position (repeatable)")
 
@@ -151,8 +179,76 @@ func newSessionsCmd(e *env) *cobra.Command {
 	end := one("end", "End a session: its credential stops working (idempotent)", func(k *conn, ss trove.SessionService, id string) (*trove.Session, error) {
 		return ss.EndSession(k.ctx, id)
 	})
-	cmd.AddCommand(list, create, get, end, newSessionEventsCmd(c))
+	managed := func(use, short string, do func(k *conn, ms trove.ManagedSessionService, id string) (*trove.Session, error)) *cobra.Command {
+		return one(use, short, func(k *conn, ss trove.SessionService, id string) (*trove.Session, error) {
+			ms, ok := ss.(trove.ManagedSessionService)
+			if !ok {
+				return nil, fmt.Errorf("this target cannot %s sessions", use)
+			}
+			return do(k, ms, id)
+		})
+	}
+	archive := managed("archive", "Archive a session: it ends (a managed session is terminated) and is left out of lists", func(k *conn, ms trove.ManagedSessionService, id string) (*trove.Session, error) {
+		return ms.ArchiveSession(k.ctx, id)
+	})
+	del := &cobra.Command{
+		Use:   "delete SESSION",
+		Short: "Delete a session and its transcript (the versions it wrote stay, attributed to it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := c.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer k.close()
+			ms, ok := k.svc.(trove.ManagedSessionService)
+			if !ok {
+				return fmt.Errorf("this target cannot delete sessions")
+			}
+			if err := ms.DeleteSession(k.ctx, args[0]); err != nil {
+				if trove.ErrorCode(err) == trove.ENOTFOUND {
+					return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", args[0])
+				}
+				return err
+			}
+			if c.json() {
+				return c.printJSON(map[string]string{"type": "session_deleted", "id": args[0]})
+			}
+			fmt.Fprintf(e.stdout, "deleted %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(list, create, get, end, archive, del, newSessionEventsCmd(c), newSessionChatCmd(c))
 	return cmd
+}
+
+// parseAgentRef reads AGENT or AGENT@VERSION.
+func parseAgentRef(s string) (*trove.AgentRef, error) {
+	id, v, pinned := strings.Cut(s, "@")
+	if id == "" {
+		return nil, usageError("--agent must be an agent ID, optionally @VERSION, not %q", s)
+	}
+	ref := &trove.AgentRef{ID: id}
+	if pinned {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return nil, usageError("--agent %q: the version after @ must be an integer >= 1", s)
+		}
+		ref.Version = n
+	}
+	return ref, nil
+}
+
+// statusText is a session's status, "archived" added when it is.
+func statusText(s *trove.Session) string {
+	st := string(s.Status)
+	if st == "" {
+		st = string(trove.SessionIdle)
+	}
+	if s.ArchivedAt != nil {
+		st += " (archived)"
+	}
+	return st
 }
 
 // storesText names a session's stores with their access.
@@ -169,7 +265,14 @@ func storesText(ss []trove.SessionStore) string {
 
 // showSession prints a session's fields and one line per store.
 func (c *clientCmd) showSession(s *trove.Session) error {
-	if err := c.fields("id", s.ID, "created", fmtTime(s.CreatedAt), "ended", fmtTimePtr(s.EndedAt)); err != nil {
+	kv := []string{"id", s.ID, "created", fmtTime(s.CreatedAt), "ended", fmtTimePtr(s.EndedAt), "status", statusText(s)}
+	if s.Title != "" {
+		kv = append(kv, "title", s.Title)
+	}
+	if m := s.Managed; m != nil {
+		kv = append(kv, "agent", m.AgentID+"@"+strconv.FormatInt(m.AgentVersion, 10), "environment", m.EnvironmentID)
+	}
+	if err := c.fields(kv...); err != nil {
 		return err
 	}
 	rows := make([][]string, len(s.Stores))

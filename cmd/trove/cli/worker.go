@@ -29,7 +29,7 @@ const defaultMountRoot = "/mnt/memory"
 func newWorkerCmd(e *env) *cobra.Command {
 	var (
 		url, envID, key, keyFile, mountRoot, workdir, workerID string
-		maxIdle                                                time.Duration
+		maxIdle, leaseTTL                                      time.Duration
 		verbose                                                bool
 	)
 	cmd := &cobra.Command{
@@ -97,6 +97,9 @@ mount paths and in the paths and commands of the agent's tool calls.`,
 					return tools
 				}
 			}
+			if leaseTTL > 0 {
+				opts = append(opts, option.WithMiddleware(desiredTTL(leaseTTL)))
+			}
 			client := anthropic.NewClient(opts...)
 			wo := environments.EnvironmentWorkerOptions{
 				EnvironmentID:  envID,
@@ -126,6 +129,7 @@ mount paths and in the paths and commands of the agent's tool calls.`,
 	f.StringVar(&workdir, "workdir", "", "working directory of the agent's tools (default: the current directory)")
 	f.StringVar(&workerID, "worker-id", "", "name reported to the server (default: host name and a random suffix)")
 	f.DurationVar(&maxIdle, "max-idle", environmentsDefaultMaxIdle, "how long a session stays claimed after its turn ended")
+	f.DurationVar(&leaseTTL, "lease-ttl", 0, "the work lease each heartbeat asks for (desired_ttl_seconds; 5s to 300s); a worker that dies leaves its session to another this long after (default: the server's, 30s)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every claimed session and tool call")
 	return cmd
 }
@@ -243,4 +247,18 @@ func (t *mappedTool) Close() error {
 		return c.Close()
 	}
 	return nil
+}
+
+// desiredTTL adds desired_ttl_seconds to the worker's heartbeats (the SDK's
+// worker sends none, so the server's default lease applies otherwise).
+func desiredTTL(ttl time.Duration) option.Middleware {
+	secs := fmt.Sprint(int64(ttl / time.Second))
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		if strings.HasSuffix(req.URL.Path, "/heartbeat") && req.URL.Query().Get("desired_ttl_seconds") == "" {
+			q := req.URL.Query()
+			q.Set("desired_ttl_seconds", secs)
+			req.URL.RawQuery = q.Encode()
+		}
+		return next(req)
+	}
 }
