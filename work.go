@@ -134,8 +134,10 @@ type WorkService interface {
 	// mismatched ExpectedLastHeartbeat, a re-queued item or an expired lease
 	// is ELEASELOST carrying the server's lease (Error.Lease).
 	HeartbeatWork(ctx context.Context, environmentID, workID string, p HeartbeatParams) (*WorkLease, error)
-	// StopWork stops the item: force (or an item no worker holds) stops it
-	// at once, otherwise it becomes stopping until its worker stops it.
+	// StopWork stops the item. force, a stop by the worker itself (the
+	// environment key or the item's token) or an item no worker holds stops
+	// it at once; a workspace key's graceful stop makes it stopping until
+	// its worker, told by its next heartbeat, stops it.
 	// ECONFLICT for an item already stopped.
 	StopWork(ctx context.Context, environmentID, workID string, force bool) (*WorkItem, error)
 	// UpdateWork merges metadata (a key mapped to nil is removed).

@@ -486,7 +486,11 @@ func (s *Service) StopWork(ctx context.Context, environmentID, workID string, fo
 			return trove.Errorf(trove.ECONFLICT, "work %s is already stopped", workID)
 		}
 		now := s.now()
-		if force || w.State == trove.WorkQueued {
+		// The worker's own stop (its environment key or the item's token)
+		// ends the item; a workspace key's graceful stop asks the worker to
+		// stop (it sees stopping on its next heartbeat).
+		byWorker := role != roleWorkspace
+		if force || byWorker || w.State == trove.WorkQueued {
 			stopNow(w, now)
 			if err := tx.WorkSetToken(ctx, w.ID, nil); err != nil {
 				return err
@@ -613,11 +617,17 @@ func (s *Service) WorkStats(ctx context.Context, environmentID string) (*trove.W
 // at once; pollers on other nodes within their poll interval (100 ms).
 func (s *Service) EnqueueSessionWork(ctx context.Context, workspaceID, environmentID, sessionID string) (*trove.WorkItem, error) {
 	var out *trove.WorkItem
-	err := s.write(ctx, "EnqueueSessionWork", func(tx storage.Tx) error {
-		var err error
-		out, err = s.EnqueueSessionWorkTx(ctx, tx, workspaceID, environmentID, sessionID)
-		return err
-	})
+	var err error
+	for range 2 { // a concurrent enqueue of the same session (another node) is ECONFLICT once: read its item
+		err = s.write(ctx, "EnqueueSessionWork", func(tx storage.Tx) error {
+			var err error
+			out, err = s.EnqueueSessionWorkTx(ctx, tx, workspaceID, environmentID, sessionID)
+			return err
+		})
+		if trove.ErrorCode(err) != trove.ECONFLICT {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -689,6 +699,12 @@ func (s *Service) StopSessionWorkTx(ctx context.Context, tx storage.Tx, sessionI
 	}
 	if err != nil {
 		return err
+	}
+	if w, err = tx.WorkLock(ctx, w.EnvironmentID, w.ID); err != nil {
+		return err
+	}
+	if w.State == trove.WorkStopped {
+		return nil
 	}
 	stopNow(w, s.now())
 	if err := tx.WorkUpdate(ctx, w); err != nil {

@@ -757,6 +757,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if c.workspace != "" {
 		req.Header.Set("anthropic-workspace-id", c.workspace)
 	}
+	if strings.HasPrefix(path, "/v1/") { // agents and environments (client_agents.go)
+		req.Header.Set("anthropic-beta", BetaManagedAgents)
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return "", &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}

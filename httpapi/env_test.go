@@ -172,7 +172,7 @@ func serveOn(t *testing.T, tr transport, db storage.Driver, opts ...envOption) *
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}
-	cfg := httpapi.Config{Services: svc, Sessions: svc, Events: svc, Dreams: svc, Auth: svc}
+	cfg := httpapi.Config{Services: svc, Sessions: svc, Events: svc, Dreams: svc, Auth: svc, Agents: svc, Environments: svc, Work: svc}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -43,3 +43,17 @@ func WireDeleted(id, typ string) any { return wireDeleted{ID: id, Type: typ} }
 
 // WireDream is a dream as /v1/dreams answers it.
 func WireDream(d *trove.Dream) any { return dreamToWire(d) }
+
+// WireAgent is the API's JSON shape of an agent.
+func WireAgent(a *trove.Agent) any { return agentToWire(a) }
+
+// WireEnvironment is the API's JSON shape of an environment.
+func WireEnvironment(e *trove.Environment) any { return envToWire(e) }
+
+// WireEnvironmentKey is the JSON shape of an environment key; secret is
+// included when not "" (at creation only).
+func WireEnvironmentKey(k *trove.EnvironmentKey, secret string) any {
+	w := envKeyToWire(k)
+	w.Secret = secret
+	return w
+}

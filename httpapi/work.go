@@ -79,8 +79,8 @@ func (s *Server) pollWork(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if it == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
+		// No work: the JSON null the SDK's Poll decodes to a nil item.
+		return s.ok(w, nil)
 	}
 	out := workToWire(it)
 	return s.ok(w, &out)

@@ -359,7 +359,7 @@ func (t *tx) WorkGetByTokenHash(ctx context.Context, tokenHash []byte) (*trove.W
 
 // WorkLiveForSession returns the session's item that is not stopped.
 func (t *tx) WorkLiveForSession(ctx context.Context, sessionID string) (*trove.WorkItem, error) {
-	return t.workOne(ctx, `SELECT `+workCols+` FROM work_items WHERE session_id = $1 AND state <> 'stopped' FOR UPDATE`, sessionID)
+	return t.workOne(ctx, `SELECT `+workCols+` FROM work_items WHERE session_id = $1 AND state <> 'stopped'`, sessionID)
 }
 
 // WorkUpdate replaces the mutable columns of w.ID.

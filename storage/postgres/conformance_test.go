@@ -24,3 +24,11 @@ func TestCoreConformance(t *testing.T) {
 	testURL(t)
 	coretest.Run(t, openConformance)
 }
+
+// TestAgentsConformance runs the Managed Agents part of core's suite
+// (agents, environments, the work queue) over the driver.
+func TestAgentsConformance(t *testing.T) {
+	t.Parallel()
+	testURL(t)
+	coretest.RunAgents(t, openConformance)
+}

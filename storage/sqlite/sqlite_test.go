@@ -52,6 +52,13 @@ func TestCoreConformance(t *testing.T) {
 	coretest.Run(t, func(t *testing.T) storage.Driver { return openTest(t) })
 }
 
+// TestAgentsConformance runs the Managed Agents part of core's suite
+// (agents, environments, the work queue) over the driver.
+func TestAgentsConformance(t *testing.T) {
+	t.Parallel()
+	coretest.RunAgents(t, func(t *testing.T) storage.Driver { return openTest(t) })
+}
+
 func TestMigrateOnDemand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

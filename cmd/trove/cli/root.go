@@ -41,6 +41,8 @@ func commands(e *env) []*cobra.Command {
 		newVersionsCmd(e),
 		newSessionsCmd(e),
 		newDreamsCmd(e),
+		newAgentsCmd(e),
+		newEnvironmentsCmd(e),
 		newKeysCmd(e),
 		newMigrateCmd(e),
 		newToolCmd(e),

@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/httpapi"
+)
+
+func (c *clientCmd) withEnvironments(cmd *cobra.Command, f func(k *conn, es trove.EnvironmentService) error) error {
+	k, err := c.open(cmd)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	es, ok := k.svc.(trove.EnvironmentService)
+	if !ok {
+		return fmt.Errorf("this target has no environments")
+	}
+	return f(k, es)
+}
+
+func newEnvironmentsCmd(e *env) *cobra.Command {
+	c := &clientCmd{e: e}
+	cmd := c.group("environments", "Create, show, list, update, archive, delete self-hosted environments and manage their keys",
+		"A self-hosted environment is a work queue: sessions in it are served by workers you run (trove worker, or the SDK's EnvironmentWorker) with the environment's key. Trove runs only self-hosted environments.")
+
+	var name, description string
+	var meta []string
+	create := &cobra.Command{
+		Use:   "create --name NAME [--description TEXT] [--metadata KEY=VALUE …]",
+		Short: "Create a self-hosted environment",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return &exitError{code: exitUsage, err: withUsage(cmd, "environments create: give --name")}
+			}
+			md, err := parseMetadata(meta, false)
+			if err != nil {
+				return err
+			}
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				p := trove.CreateEnvironmentParams{Name: name}
+				if cmd.Flags().Changed("description") {
+					p.Description = &description
+				}
+				if len(md) > 0 {
+					p.Metadata = map[string]string{}
+					for k, v := range md {
+						p.Metadata[k] = *v
+					}
+				}
+				env, err := es.CreateEnvironment(k.ctx, p)
+				if err != nil {
+					return err
+				}
+				return c.showEnvironment(env)
+			})
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "the environment's name")
+	create.Flags().StringVar(&description, "description", "", "what the environment is")
+	create.Flags().StringArrayVar(&meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
+
+	get := &cobra.Command{
+		Use:   "get ENVIRONMENT",
+		Short: "Show an environment",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				env, err := es.GetEnvironment(k.ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return c.showEnvironment(env)
+			})
+		},
+	}
+
+	var archived bool
+	list := &cobra.Command{
+		Use:   "list [--archived]",
+		Short: "List environments, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				var all []trove.Environment
+				p := trove.ListEnvironmentsParams{Limit: 100, IncludeArchived: archived}
+				for {
+					page, err := es.ListEnvironments(k.ctx, p)
+					if err != nil {
+						return err
+					}
+					all = append(all, page.Data...)
+					if p.Cursor = page.NextPage; p.Cursor == "" {
+						break
+					}
+				}
+				if c.json() {
+					return c.printJSON(wirePage(all, func(e trove.Environment) any { return httpapi.WireEnvironment(&e) }))
+				}
+				rows := make([][]string, len(all))
+				for i, env := range all {
+					rows[i] = []string{env.ID, env.Name, env.Type, fmtTime(env.CreatedAt), fmtTimePtr(env.ArchivedAt)}
+				}
+				return c.table([]string{"ID", "NAME", "TYPE", "CREATED", "ARCHIVED"}, rows)
+			})
+		},
+	}
+	list.Flags().BoolVar(&archived, "archived", false, "include archived environments")
+
+	var uName, uDescription string
+	var uMeta []string
+	update := &cobra.Command{
+		Use:   "update ENVIRONMENT [--name NAME] [--description TEXT] [--metadata KEY=VALUE | KEY= …]",
+		Short: "Rename an environment, change its description or metadata (KEY= removes a key)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var p trove.UpdateEnvironmentParams
+			if cmd.Flags().Changed("name") {
+				p.Name = &uName
+			}
+			if cmd.Flags().Changed("description") {
+				p.Description = &uDescription
+			}
+			md, err := parseMetadata(uMeta, true)
+			if err != nil {
+				return err
+			}
+			if len(md) > 0 {
+				p.Metadata = md
+			}
+			if p.Name == nil && p.Description == nil && p.Metadata == nil {
+				return &exitError{code: exitUsage, err: withUsage(cmd, "environments update: nothing to change: give --name, --description or --metadata")}
+			}
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				env, err := es.UpdateEnvironment(k.ctx, args[0], p)
+				if err != nil {
+					return err
+				}
+				return c.showEnvironment(env)
+			})
+		},
+	}
+	update.Flags().StringVar(&uName, "name", "", "a new name")
+	update.Flags().StringVar(&uDescription, "description", "", "a new description")
+	update.Flags().StringArrayVar(&uMeta, "metadata", nil, "KEY=VALUE sets a key, KEY= removes it (repeatable)")
+
+	archive := &cobra.Command{
+		Use:   "archive ENVIRONMENT",
+		Short: "Archive an environment (one-way): no new sessions, no new keys",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				env, err := es.ArchiveEnvironment(k.ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return c.showEnvironment(env)
+			})
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete ENVIRONMENT",
+		Short: "Delete an environment with its keys (refused while it has work that is not stopped)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				if err := es.DeleteEnvironment(k.ctx, args[0]); err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireDeleted(args[0], "environment_deleted"))
+				}
+				fmt.Fprintf(c.e.stdout, "deleted environment %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(create, get, list, update, archive, del, newEnvironmentKeysCmd(c))
+	return cmd
+}
+
+func newEnvironmentKeysCmd(c *clientCmd) *cobra.Command {
+	keys := &cobra.Command{Use: "keys", Short: "Mint, list and revoke an environment's keys (its workers' credential)", Args: cobra.NoArgs, RunE: helpRun}
+	var name string
+	create := &cobra.Command{
+		Use:   "create ENVIRONMENT [--name NAME]",
+		Short: "Mint an environment key; the secret is printed alone on the last line, once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				key, secret, err := es.CreateEnvironmentKey(k.ctx, args[0], name)
+				if err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireEnvironmentKey(key, secret))
+				}
+				fmt.Fprintf(c.e.stdout, "created environment key %s for %s\n%s\n", key.ID, key.EnvironmentID, secret)
+				return nil
+			})
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "a name to tell keys apart")
+	list := &cobra.Command{
+		Use:   "list ENVIRONMENT",
+		Short: "List an environment's keys (never their secrets)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				ks, err := es.ListEnvironmentKeys(k.ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(wirePage(ks, func(key trove.EnvironmentKey) any { return httpapi.WireEnvironmentKey(&key, "") }))
+				}
+				rows := make([][]string, len(ks))
+				for i, key := range ks {
+					rows[i] = []string{key.ID, orDash(key.Name), "…" + key.Hint, fmtTime(key.CreatedAt), fmtTimePtr(key.RevokedAt)}
+				}
+				return c.table([]string{"ID", "NAME", "HINT", "CREATED", "REVOKED"}, rows)
+			})
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke ENVIRONMENT KEY",
+		Short: "Revoke an environment key: its workers stop within seconds",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
+				key, err := es.RevokeEnvironmentKey(k.ctx, args[0], args[1])
+				if err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireEnvironmentKey(key, ""))
+				}
+				fmt.Fprintf(c.e.stdout, "revoked environment key %s\n", key.ID)
+				return nil
+			})
+		},
+	}
+	keys.AddCommand(create, list, revoke)
+	return keys
+}
+
+func (c *clientCmd) showEnvironment(env *trove.Environment) error {
+	if c.json() {
+		return c.printJSON(httpapi.WireEnvironment(env))
+	}
+	var md []string
+	for k, v := range env.Metadata {
+		md = append(md, k+"="+v)
+	}
+	slices.Sort(md)
+	desc := "-"
+	if env.Description != nil {
+		desc = *env.Description
+	}
+	return c.fields(
+		"id", env.ID,
+		"name", env.Name,
+		"type", env.Type,
+		"description", desc,
+		"metadata", orDash(strings.Join(md, ", ")),
+		"created", fmtTime(env.CreatedAt),
+		"updated", fmtTime(env.UpdatedAt),
+		"archived", fmtTimePtr(env.ArchivedAt),
+	)
+}
