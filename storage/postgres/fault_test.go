@@ -178,16 +178,16 @@ func TestFaultHeldCommitNeverLands(t *testing.T) {
 	default:
 		t.Fatalf("the write ended (%v) without its COMMIT reaching the proxy", err)
 	}
+	fp.heal() // the held COMMIT reaches the server now
+	noTransactionOf(t, app)
+	if memoryAt(t, b, st.ID, "/held") {
+		t.Fatalf("the write landed after its caller was answered with an error (%v)", err)
+	}
 	if code(err) != trove.EUNAVAILABLE || !strings.Contains(trove.ErrorMessage(err), "may or may not") {
 		t.Fatalf("write whose COMMIT was held = %v, want EUNAVAILABLE saying it may or may not have been applied", err)
 	}
 	if took > deadline+500*time.Millisecond {
 		t.Errorf("write answered after %v, past its %v deadline", took, deadline)
-	}
-	fp.heal() // the held COMMIT reaches the server now
-	noTransactionOf(t, app)
-	if memoryAt(t, b, st.ID, "/held") {
-		t.Fatal("the write landed after its caller was answered with an error")
 	}
 }
 
