@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -383,4 +384,56 @@ func TestFaultLockHeldElsewhere(t *testing.T) {
 	if status, _, _ := call(t, srv, key, "GET", memPath(st.ID), ""); status != http.StatusOK {
 		t.Errorf("list while the store is locked elsewhere = %d, want 200", status)
 	}
+}
+
+// TestFaultSilentListener: the change-feed listener's connection goes
+// silent. The listener notices within seconds (it pings a quiet
+// connection under a deadline), says so (a "" notification: anything may
+// have been missed), and hears other nodes' commits again once the network
+// heals.
+func TestFaultSilentListener(t *testing.T) {
+	t.Parallel()
+	url, schema := testURL(t), newSchema(t)
+	b := openDBOn(t, url, schema, postgres.Options{MaxConns: 2})
+	fp, purl := newFaultProxy(t, url)
+	a := openDBOn(t, purl, schema, postgres.Options{MaxConns: 2, ConnectTimeout: time.Second, TCPTimeout: 2 * time.Second})
+	heard := make(chan string, 1000)
+	a.NotifyVersions(func(id string) { heard <- id })
+	svc := core.New(b, core.Options{})
+	ctx := apiPrincipal("ws")
+	st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: "listened"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	// hear waits until the listener delivers want; with write, B commits a
+	// version every 200 ms meanwhile.
+	hear := func(want string, write bool, within time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for deadline := start.Add(within); time.Now().Before(deadline); {
+			if write {
+				n++
+				if _, err := svc.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/n" + strconv.Itoa(n), Content: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case id := <-heard:
+				if id == want {
+					return time.Since(start)
+				}
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		t.Fatalf("the listener did not deliver %q within %v", want, within)
+		return 0
+	}
+	hear(st.ID, true, 10*time.Second)
+	fp.silence()
+	if d := hear("", false, 6*time.Second); d > 4*time.Second {
+		t.Errorf("the listener noticed its silent connection after %v", d)
+	}
+	fp.heal()
+	hear(st.ID, true, 10*time.Second)
 }

@@ -32,9 +32,9 @@ type faultProxy struct {
 }
 
 const (
-	commitPass     = iota // forward COMMIT as anything else
-	commitHold            // hold COMMIT and go silent both ways
-	commitLoseAck         // forward COMMIT, then hold everything the server sends
+	commitPass    = iota // forward COMMIT as anything else
+	commitHold           // hold COMMIT and go silent both ways
+	commitLoseAck        // forward COMMIT, then hold everything the server sends
 )
 
 // newFaultProxy starts a proxy to the host of dbURL and returns it with
