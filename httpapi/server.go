@@ -517,7 +517,10 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			r = r.WithContext(ctx)
 		}
 		if rt.kind != kindPublic {
-			p, err := s.authenticate(r.WithContext(ctx))
+			// Authentication comes before the body: its own deadline.
+			actx, acancel := context.WithTimeout(ctx, s.limits.Request)
+			p, err := s.authenticate(r.WithContext(actx))
+			acancel()
 			if err != nil {
 				s.writeError(w, r, err)
 				return

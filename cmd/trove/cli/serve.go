@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -292,6 +293,9 @@ may not have been applied: read it back (docs/API.md, "Deadlines").`,
 			}
 			// Background jobs' database calls get the requests' bound.
 			c.db.opTimeout = c.timeouts.Request
+			if idle := cmp.Or(c.db.idleInTxTimeout, postgres.DefaultIdleInTxTimeout); isPostgresURL(c.dbURL) && idle+time.Second >= c.timeouts.Request {
+				return fmt.Errorf("--request-timeout (%s) must be more than --db-idle-in-transaction-timeout (%s) plus 1s: a write commits only with that much time left before its deadline", c.timeouts.Request, idle)
+			}
 			if err := c.dreams.check(); err != nil {
 				return err
 			}

@@ -549,6 +549,7 @@ func TestServeLimitFlagsRefused(t *testing.T) {
 		{"negative tcp timeout", []string{"--db-tcp-timeout", "-1s"}, nil, "--db-tcp-timeout must be a non-negative duration such as 5s (0: 20s), got -1s"},
 		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "--request-timeout must be a positive duration such as 30s, got 0s"},
 		{"env request timeout negative", nil, map[string]string{"TROVE_REQUEST_TIMEOUT": "-1s"}, "TROVE_REQUEST_TIMEOUT must be a positive duration such as 30s, got -1s"},
+		{"request timeout within the settle time", []string{"--database", "postgres://u@127.0.0.1:1/db", "--request-timeout", "3s", "--db-idle-in-transaction-timeout", "2s"}, nil, "--request-timeout (3s) must be more than --db-idle-in-transaction-timeout (2s) plus 1s"},
 		{"env connect timeout text", nil, map[string]string{"TROVE_DB_CONNECT_TIMEOUT": "5"}, `TROVE_DB_CONNECT_TIMEOUT must be a non-negative duration such as 5s (0: the URL's connect_timeout or 5s), got "5"`},
 	}
 	for _, tt := range tests {
