@@ -472,7 +472,10 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 		return nil, err
 	}
 	var out *trove.RollbackResult
-	err = s.write(ctx, "RollbackActor", func(tx storage.Tx) error {
+	// The transaction is run unmapped: errDryRun is how a dry run rolls
+	// back, not an error, so it is neither logged nor turned into
+	// EINTERNAL (mapErr), only the real failures are.
+	err = s.db.Write(ctx, func(tx storage.Tx) error {
 		out = &trove.RollbackResult{Changes: []trove.RollbackChange{}, Conflicts: []trove.RollbackConflict{}}
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
 		if err != nil {
@@ -500,7 +503,7 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 		return nil
 	})
 	if err != nil && !errors.Is(err, errDryRun) {
-		return nil, err
+		return nil, s.mapErr(ctx, "RollbackActor", err)
 	}
 	return out, nil
 }
