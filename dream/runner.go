@@ -507,7 +507,7 @@ func (r *Runner) converse(ctx context.Context, st *state, outputID string, owner
 			r.log.Error("dream: memory tool", "dream_id", d.ID, "command", cmd, "err", err)
 		},
 	})
-	ts := &transcripts{svc: r.svc, principal: owner, sessions: d.SessionIDs, pageBytes: r.cfg.TranscriptPage, cache: map[string]string{}}
+	ts := &transcripts{svc: r.svc, principal: owner, sessions: d.SessionIDs, pageBytes: r.cfg.TranscriptPage}
 	system := SystemPrompt
 	if d.Instructions != "" {
 		system += "\n\n## Instructions for this dream\n\n" + d.Instructions
