@@ -28,3 +28,12 @@ type ConsoleAuthenticator interface {
 // with API key keyID are attributed to: "user_" followed by the key ID, so
 // that a version names the key it was made with.
 func ConsoleUserID(keyID string) string { return "user_" + keyID }
+
+// Why a console session stopped authenticating: the DetailCode of
+// ConsoleAuthenticate's EUNAUTHENTICATED errors, which the console turns
+// into a fixed message (never text taken from a request).
+const (
+	ConsoleSignedOut  = "console_signed_out"  // no such session: signed out, or never signed in
+	ConsoleKeyRevoked = "console_key_revoked" // the key it signed in with was revoked
+	ConsoleExpired    = "console_expired"     // past its lifetime
+)

@@ -40,6 +40,9 @@ const (
 	DreamErrModelRequestFailed = "model_request_failed"
 	DreamErrBudgetExhausted    = "budget_exhausted"
 	DreamErrRunnerLost         = "runner_lost"
+	// DreamErrCredentialRevoked (Trove's): the API key of the dream's
+	// creator was revoked before or while it ran.
+	DreamErrCredentialRevoked = "credential_revoked"
 )
 
 // DreamUsage is the model token usage of a dream, summed over its model

@@ -104,11 +104,38 @@ type MemoryDiff struct {
 // StoreDiff is what changed in a store between two moments, in ascending
 // order of the memories' paths (the To path, else the From path; redacted
 // ones first).
+//
+// A diff is paged so that what one answer holds is bounded whatever the
+// store: a page holds at most DiffParams.Limit memories and stops early
+// once its patches pass MaxDiffPageBytes. NextPage, when not "", is the
+// continuation: pass it as DiffParams.Cursor for the rest (the moments
+// are pinned in it).
 type StoreDiff struct {
-	FromSeq int64
-	ToSeq   int64
-	Changes []MemoryDiff
+	FromSeq  int64
+	ToSeq    int64
+	Changes  []MemoryDiff
+	NextPage string
 }
+
+// DiffParams selects a page of a store diff (HistoryService.DiffStorePage).
+type DiffParams struct {
+	From, To Moment
+	// Limit is the most memories a page holds: 0 means
+	// DefaultDiffPageSize, at most MaxDiffPageSize.
+	Limit int
+	// Cursor is a StoreDiff's NextPage; it pins FromSeq and ToSeq, so
+	// From and To are then ignored.
+	Cursor string
+}
+
+// Bounds of a store diff's page.
+const (
+	DefaultDiffPageSize = 20
+	MaxDiffPageSize     = 100
+	// MaxDiffPageBytes bounds the patches of one page: a page ends after
+	// the memory whose patch passes it (a page holds at least one memory).
+	MaxDiffPageBytes = 1 << 20
+)
 
 // ForkStoreParams creates a store from another store as of a moment.
 type ForkStoreParams struct {
@@ -233,8 +260,12 @@ type HistoryService interface {
 	// the moment; ref is a memory ID (mem_…) or a path ("/…", the memory
 	// at that path then). ENOTFOUND when it did not exist then.
 	GetMemoryAsOf(ctx context.Context, storeID string, at Moment, ref string, view View) (*MemoryVersion, error)
-	// DiffStore compares the store at two moments.
+	// DiffStore compares the store at two moments: the first page of
+	// the diff (DiffStorePage with From and To; NextPage continues it).
 	DiffStore(ctx context.Context, storeID string, from, to Moment) (*StoreDiff, error)
+	// DiffStorePage is one page of the store diff between p.From and p.To
+	// (see StoreDiff); EINVALID for a bad limit or cursor.
+	DiffStorePage(ctx context.Context, storeID string, p DiffParams) (*StoreDiff, error)
 	// ForkStore creates a new store holding the source store's memories
 	// as of p.AsOf, in one transaction; later writes to either store do
 	// not affect the other. A write: EFORBIDDEN for a session credential.

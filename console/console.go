@@ -26,6 +26,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -224,8 +225,9 @@ func (h *Handler) authed(fn handlerFunc) http.Handler {
 			}
 			if r.Method == http.MethodGet {
 				q := url.Values{"next": {r.URL.RequestURI()}}
-				if msg := trove.ErrorMessage(err); msg != "not signed in" {
-					q.Set("why", msg)
+				var te *trove.Error
+				if errors.As(err, &te) && signinReasons[te.DetailCode] != "" {
+					q.Set("why", te.DetailCode) // a code: the page shows its fixed message
 				}
 				http.Redirect(w, r, Prefix+"signin?"+q.Encode(), http.StatusSeeOther)
 				return
@@ -404,6 +406,14 @@ type signinData struct {
 	Next string
 }
 
+// signinReasons are the only reasons the sign-in page shows for a
+// session that ended, selected by the code in ?why=.
+var signinReasons = map[string]string{
+	trove.ConsoleSignedOut:  "Your console session ended (signed out, or signed in elsewhere and signed out there). Sign in again.",
+	trove.ConsoleKeyRevoked: "Your console session ended: the API key you signed in with was revoked. Sign in with another key.",
+	trove.ConsoleExpired:    "Your console session expired. Sign in again.",
+}
+
 // safeNext keeps a post-sign-in target inside the console.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
@@ -418,9 +428,9 @@ func safeNext(next string) string {
 func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := &view{Title: "Sign in", Data: signinData{Next: safeNext(q.Get("next"))}, Notice: notice(r)}
-	if why := q.Get("why"); why != "" {
-		v.Error = "Your console session ended: " + why
-	}
+	// why selects one of the fixed messages; any other value shows
+	// nothing: the page never renders text taken from the URL.
+	v.Error = signinReasons[q.Get("why")]
 	h.render(w, r, http.StatusOK, "signin", nil, v)
 }
 

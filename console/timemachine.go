@@ -124,6 +124,7 @@ type changesData struct {
 	From, To string
 	Diff     *trove.StoreDiff
 	Changes  []changeRow
+	Next     string // the URL of the next page, without its cursor; "" on the last
 }
 
 // changesPage shows what changed in a store between ?from= and ?to=.
@@ -145,11 +146,16 @@ func (h *Handler) changesPage(w http.ResponseWriter, r *http.Request, s *signed)
 	if err != nil {
 		return err
 	}
-	diff, err := h.hist.DiffStore(ctx, st.ID, from, to)
+	// One page of the diff (bounded, trove.StoreDiff); "Next" continues
+	// it with the moments pinned in the cursor.
+	diff, err := h.hist.DiffStorePage(ctx, st.ID, trove.DiffParams{From: from, To: to, Cursor: q.Get("cursor")})
 	if err != nil {
 		return err
 	}
 	d := changesData{Store: st, From: q.Get("from"), To: q.Get("to"), Diff: diff}
+	if diff.NextPage != "" {
+		d.Next = storeURL(st.ID) + "/changes?" + url.Values{"from": {q.Get("from")}, "to": {q.Get("to")}}.Encode()
+	}
 	for _, c := range diff.Changes {
 		d.Changes = append(d.Changes, changeRow{MemoryDiff: c, Lines: textdiff.Split(c.Patch)})
 	}

@@ -91,7 +91,7 @@ func (s *Service) ConsoleAuthenticate(ctx context.Context, token string) (*trove
 		return nil
 	})
 	if trove.ErrorCode(err) == trove.ENOTFOUND {
-		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "not signed in, or signed out")
+		return nil, &trove.Error{Code: trove.EUNAUTHENTICATED, Message: "not signed in, or signed out", DetailCode: trove.ConsoleSignedOut}
 	}
 	if err != nil {
 		return nil, err
@@ -101,10 +101,10 @@ func (s *Service) ConsoleAuthenticate(ctx context.Context, token string) (*trove
 		_ = s.write(ctx, "ConsoleAuthenticate", func(tx storage.Tx) error {
 			return tx.ConsoleSessionDeleteExpired(ctx, s.now(), cs.KeyID)
 		})
-		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "API key %s was revoked: sign in with another key", cs.KeyID)
+		return nil, &trove.Error{Code: trove.EUNAUTHENTICATED, Message: "API key " + cs.KeyID + " was revoked: sign in with another key", DetailCode: trove.ConsoleKeyRevoked}
 	}
 	if !s.now().Before(cs.ExpiresAt) {
-		return nil, trove.Errorf(trove.EUNAUTHENTICATED, "the console session has expired: sign in again")
+		return nil, &trove.Error{Code: trove.EUNAUTHENTICATED, Message: "the console session has expired: sign in again", DetailCode: trove.ConsoleExpired}
 	}
 	return consolePrincipal(cs.WorkspaceID, cs.KeyID), nil
 }

@@ -205,31 +205,69 @@ func (s *Service) GetMemoryAsOf(ctx context.Context, storeID string, at trove.Mo
 	return versionView(out, view), nil
 }
 
-// DiffStore compares a store at two moments (trove.HistoryService): every
-// memory added, removed, moved or changed between from and to, with a
-// unified diff of its content unless a side is redacted. ENOTFOUND and
-// EINVALID as in ListMemoriesAsOf.
+// DiffStore compares a store at two moments (trove.HistoryService): the
+// first page of DiffStorePage.
 func (s *Service) DiffStore(ctx context.Context, storeID string, from, to trove.Moment) (*trove.StoreDiff, error) {
+	return s.DiffStorePage(ctx, storeID, trove.DiffParams{From: from, To: to})
+}
+
+// kindDiff is the cursor kind of a store diff: the pinned moments (S,
+// "from:to") and the last memory's diffKey (F).
+const kindDiff = "d"
+
+// DiffStorePage is one page of the comparison of a store at two moments
+// (trove.HistoryService): every memory added, removed, moved or changed
+// between them, in diffKey order, with a unified diff of its content
+// unless a side is redacted. What a page holds is bounded (p.Limit
+// memories, patches up to trove.MaxDiffPageBytes, see trove.StoreDiff):
+// the memories' metadata at both moments is read whole, contents only
+// for the page's memories. ENOTFOUND and EINVALID as in ListMemoriesAsOf;
+// EINVALID for a bad limit or cursor.
+func (s *Service) DiffStorePage(ctx context.Context, storeID string, p trove.DiffParams) (*trove.StoreDiff, error) {
 	pr, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = trove.DefaultDiffPageSize
+	case limit < 1 || limit > trove.MaxDiffPageSize:
+		return nil, trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", trove.MaxDiffPageSize, limit)
+	}
+	after, pinned := "", false
 	out := &trove.StoreDiff{Changes: []trove.MemoryDiff{}}
+	if p.Cursor != "" {
+		c, err := decodeCursor(p.Cursor, kindDiff)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := fmt.Sscanf(c.S, "%d:%d", &out.FromSeq, &out.ToSeq); err != nil || out.FromSeq < 0 || out.ToSeq < 0 || c.F == "" {
+			return nil, errBadCursor()
+		}
+		after, pinned = c.F, true
+	}
 	err = s.read(ctx, "DiffStore", func(tx storage.Tx) error {
 		if _, err := s.readableStore(ctx, tx, pr, storeID); err != nil {
 			return err
 		}
-		if out.FromSeq, err = resolveMoment(ctx, tx, storeID, from); err != nil {
-			return err
-		}
-		if out.ToSeq, err = resolveMoment(ctx, tx, storeID, to); err != nil {
-			return err
+		if !pinned {
+			if out.FromSeq, err = resolveMoment(ctx, tx, storeID, p.From); err != nil {
+				return err
+			}
+			if out.ToSeq, err = resolveMoment(ctx, tx, storeID, p.To); err != nil {
+				return err
+			}
 		}
 		a, b, err := diffSides(ctx, tx, storeID, out.FromSeq, out.ToSeq)
 		if err != nil {
 			return err
 		}
-		out.Changes, err = diffVersions(ctx, tx, storeID, a, b, out.FromSeq, out.ToSeq)
+		var more bool
+		out.Changes, more, err = diffVersions(ctx, tx, storeID, a, b, out.FromSeq, out.ToSeq, after, limit)
+		if more {
+			out.NextPage = encodeCursor(cursorJSON{K: kindDiff, S: fmt.Sprintf("%d:%d", out.FromSeq, out.ToSeq), F: diffKey(out.Changes[len(out.Changes)-1])})
+		}
 		return err
 	})
 	if err != nil {
@@ -287,16 +325,17 @@ func diffSides(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toSe
 	return a, b, nil
 }
 
-// diffVersions compares two as-of states of a store (or the parts of them
-// that differ).
-func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []trove.MemoryVersion, fromSeq, toSeq int64) ([]trove.MemoryDiff, error) {
+// diffVersions compares two as-of states of a store: the memories whose
+// diffKey is after `after`, in that order, at most limit of them and
+// patches up to trove.MaxDiffPageBytes; more reports whether some are left.
+func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []trove.MemoryVersion, fromSeq, toSeq int64, after string, limit int) (_ []trove.MemoryDiff, more bool, _ error) {
 	before := make(map[string]*trove.MemoryVersion, len(a))
 	for i := range a {
 		before[a[i].MemoryID] = &a[i]
 	}
-	after := make(map[string]*trove.MemoryVersion, len(b))
+	afterAt := make(map[string]*trove.MemoryVersion, len(b))
 	for i := range b {
-		after[b[i].MemoryID] = &b[i]
+		afterAt[b[i].MemoryID] = &b[i]
 	}
 	content := func(v *trove.MemoryVersion) (string, error) {
 		if v == nil {
@@ -315,14 +354,15 @@ func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []tro
 		return fmt.Sprintf("%s@%d", *v.Path, seq)
 	}
 	ids := slices.Sorted(maps.Keys(before))
-	for id := range after {
+	for id := range afterAt {
 		if _, ok := before[id]; !ok {
 			ids = append(ids, id)
 		}
 	}
-	out := []trove.MemoryDiff{}
+	// First the metadata of every difference (no content), in order.
+	all := []trove.MemoryDiff{}
 	for _, id := range ids {
-		x, y := before[id], after[id]
+		x, y := before[id], afterAt[id]
 		if x != nil && y != nil && x.ID == y.ID {
 			continue
 		}
@@ -348,24 +388,40 @@ func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []tro
 			d.ContentChanged = true
 		} else {
 			d.ContentChanged = x == nil || y == nil || !ptrEqual(x.SHA256, y.SHA256)
-			if d.ContentChanged {
-				old, err := content(x)
-				if err != nil {
-					return nil, err
-				}
-				new, err := content(y)
-				if err != nil {
-					return nil, err
-				}
-				d.Patch = udiff.Unified(label(x, fromSeq), label(y, toSeq), old, new)
+		}
+		if after != "" && diffKey(d) <= after {
+			continue
+		}
+		all = append(all, d)
+	}
+	slices.SortFunc(all, func(p, q trove.MemoryDiff) int {
+		return strings.Compare(diffKey(p), diffKey(q))
+	})
+	// Then the page: contents read and patched for its memories only.
+	out := []trove.MemoryDiff{}
+	bytes := 0
+	for i := range all {
+		if len(out) == limit || (len(out) > 0 && bytes > trove.MaxDiffPageBytes) {
+			return out, true, nil
+		}
+		d := all[i]
+		all[i] = trove.MemoryDiff{} // what the page took is not kept twice
+		if d.ContentChanged && !d.Redacted {
+			x, y := before[d.MemoryID], afterAt[d.MemoryID]
+			old, err := content(x)
+			if err != nil {
+				return nil, false, err
 			}
+			new, err := content(y)
+			if err != nil {
+				return nil, false, err
+			}
+			d.Patch = udiff.Unified(label(x, fromSeq), label(y, toSeq), old, new)
+			bytes += len(d.Patch)
 		}
 		out = append(out, d)
 	}
-	slices.SortFunc(out, func(p, q trove.MemoryDiff) int {
-		return strings.Compare(diffKey(p), diffKey(q))
-	})
-	return out, nil
+	return out, false, nil
 }
 
 // diffKey orders a diff by the memory's path at To, else at From.
@@ -529,7 +585,10 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 		return nil, err
 	}
 	var out *trove.RollbackResult
-	err = s.write(ctx, "RollbackActor", func(tx storage.Tx) error {
+	// The transaction is run unmapped: errDryRun is how a dry run rolls
+	// back, not an error, so it is neither logged nor turned into
+	// EINTERNAL (mapErr), only the real failures are.
+	err = s.db.Write(ctx, func(tx storage.Tx) error {
 		out = &trove.RollbackResult{Changes: []trove.RollbackChange{}, Conflicts: []trove.RollbackConflict{}}
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
 		if err != nil {
@@ -557,7 +616,7 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 		return nil
 	})
 	if err != nil && !errors.Is(err, errDryRun) {
-		return nil, err
+		return nil, s.mapErr(ctx, "RollbackActor", err)
 	}
 	return out, nil
 }

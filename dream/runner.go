@@ -208,7 +208,13 @@ func (r *Runner) run(parent context.Context, d *trove.Dream) error {
 	case r.cfg.Claude == nil:
 		out = failed(trove.DreamErrModelNotConfigured, "%s", MsgNoAPIKey)
 	default:
-		out = r.execute(parent, st)
+		// Checked at the claim: a key revoked while the dream was queued
+		// runs nothing (no model request, no output store).
+		if lost := r.creatorLost(parent, d); lost != nil {
+			out = credentialRevoked(lost)
+		} else {
+			out = r.execute(parent, st)
+		}
 	}
 	// The dream's session ends with the dream (archived, not deleted).
 	sessionID := d.SessionID
@@ -269,6 +275,23 @@ func (s *state) tokens() int64 {
 	return s.usage.InputTokens + s.usage.OutputTokens
 }
 
+// creatorLost returns the error of the dream creator's credential when
+// it is no longer valid (trove.EUNAUTHENTICATED: the key was revoked),
+// else nil; a check that fails otherwise (the database) is not a loss.
+func (r *Runner) creatorLost(ctx context.Context, d *trove.Dream) error {
+	err := r.svc.CheckActorCredential(ctx, d.WorkspaceID, d.CreatedBy)
+	if trove.ErrorCode(err) == trove.EUNAUTHENTICATED {
+		return err
+	}
+	return nil
+}
+
+// credentialRevoked is the outcome of a dream whose creator's credential
+// stopped being valid (err, from creatorLost or trove.CredentialLost).
+func credentialRevoked(err error) *outcome {
+	return failed(trove.DreamErrCredentialRevoked, "the dream stopped because its creator's credential is no longer valid (%s); the output keeps what was written; create the dream again with a valid key", trove.ErrorMessage(err))
+}
+
 // creator is the principal of the dream's creator (a workspace key), used
 // to create the output store and the dream's session and to read the
 // input sessions' transcripts.
@@ -284,6 +307,12 @@ func (r *Runner) execute(parent context.Context, st *state) *outcome {
 	defer cancel(nil)
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, r.cfg.Budget.MaxDuration, errTimeout)
 	defer cancelTimeout()
+	// The rule for long-lived work: the creator's key is re-checked every
+	// heartbeat, and a revoked one stops the run (trove.WatchCredential).
+	ctx, stopWatch := trove.WatchCredential(ctx, r.cfg.Heartbeat, func(ctx context.Context) error {
+		return r.svc.CheckActorCredential(ctx, d.WorkspaceID, d.CreatedBy)
+	})
+	defer stopWatch()
 
 	if _, err := r.svc.RecordDream(ctx, d.ID, r.cfg.Owner, r.cfg.Lease, core.DreamProgress{Running: true}); err != nil && ctx.Err() == nil {
 		if trove.ErrorCode(err) == trove.ECONFLICT {
@@ -327,6 +356,8 @@ func (r *Runner) execute(parent context.Context, st *state) *outcome {
 		return out
 	}
 	switch cause := context.Cause(ctx); {
+	case trove.CredentialLost(ctx) != nil:
+		return credentialRevoked(trove.CredentialLost(ctx))
 	case errors.Is(cause, errCanceled):
 		return &outcome{status: trove.DreamCanceled}
 	case errors.Is(cause, errLeaseLost):
@@ -476,7 +507,7 @@ func (r *Runner) converse(ctx context.Context, st *state, outputID string, owner
 			r.log.Error("dream: memory tool", "dream_id", d.ID, "command", cmd, "err", err)
 		},
 	})
-	ts := &transcripts{svc: r.svc, principal: owner, sessions: d.SessionIDs, pageBytes: r.cfg.TranscriptPage, cache: map[string]string{}}
+	ts := &transcripts{svc: r.svc, principal: owner, sessions: d.SessionIDs, pageBytes: r.cfg.TranscriptPage}
 	system := SystemPrompt
 	if d.Instructions != "" {
 		system += "\n\n## Instructions for this dream\n\n" + d.Instructions

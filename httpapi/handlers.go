@@ -3,6 +3,9 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/trovehq/trove"
 )
 
@@ -49,11 +52,17 @@ func (s *Server) updateStore(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
 	}
-	st, err := s.svc.UpdateStore(r.Context(), r.PathValue("memory_store_id"), trove.UpdateStoreParams{
-		Name:        body.Name,
-		Description: body.Description,
-		Metadata:    body.Metadata,
-	})
+	p := trove.UpdateStoreParams{Name: body.Name, Metadata: body.Metadata}
+	// description: absent leaves it, null clears it like "" (the rule of
+	// the SDK's update bodies: "send empty string or null to clear").
+	desc, set, err := nullableString("description", body.Description)
+	if err != nil {
+		return err
+	}
+	if set {
+		p.Description = &desc
+	}
+	st, err := s.svc.UpdateStore(r.Context(), r.PathValue("memory_store_id"), p)
 	if err != nil {
 		return err
 	}
@@ -114,10 +123,14 @@ func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) error {
 	if body.Path == nil {
 		return trove.Errorf(trove.EINVALID, "path is required")
 	}
-	p := trove.CreateMemoryParams{Path: *body.Path, View: view}
-	if body.Content != nil { // null or absent content is an empty memory
-		p.Content = *body.Content
+	content, set, err := nullableString("content", body.Content)
+	if err != nil {
+		return err
 	}
+	if !set {
+		return trove.Errorf(trove.EINVALID, "content is required: send \"\" for an empty memory")
+	}
+	p := trove.CreateMemoryParams{Path: *body.Path, View: view, Content: content} // null: an empty memory
 	m, err := s.svc.CreateMemory(r.Context(), r.PathValue("memory_store_id"), p)
 	if err != nil {
 		return err
@@ -339,4 +352,24 @@ func queryView(w http.ResponseWriter, r *http.Request) trove.View {
 		return ""
 	}
 	return trove.View(queryOf(w, r).Get("view"))
+}
+
+// nullableString reads a member decoded raw (jsontext.Value) that may be
+// a string or null: set is false when it was absent; null reads as "".
+// Any other kind is EINVALID naming the member.
+func nullableString(name string, v jsontext.Value) (s string, set bool, err error) {
+	switch v.Kind() {
+	case 0:
+		if len(v) == 0 {
+			return "", false, nil
+		}
+	case 'n':
+		return "", true, nil
+	case '"':
+		if err := json.Unmarshal(v, &s, decodeOptions); err != nil {
+			return "", false, jsonError(err)
+		}
+		return s, true, nil
+	}
+	return "", false, trove.Errorf(trove.EINVALID, "field %q must be a string or null, not %s", name, kindName(v.Kind()))
 }

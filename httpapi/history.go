@@ -65,9 +65,10 @@ type wireMemoryDiff struct {
 }
 
 type wireStoreDiff struct {
-	FromSeq int64            `json:"from_seq"`
-	ToSeq   int64            `json:"to_seq"`
-	Changes []wireMemoryDiff `json:"changes"`
+	FromSeq  int64            `json:"from_seq"`
+	ToSeq    int64            `json:"to_seq"`
+	Changes  []wireMemoryDiff `json:"changes"`
+	NextPage *string          `json:"next_page"`
 }
 
 type wireForkRequest struct {
@@ -160,7 +161,7 @@ func asOfPageToWire(p *trove.AsOfPage) wireAsOfPage {
 }
 
 func storeDiffToWire(d *trove.StoreDiff) wireStoreDiff {
-	out := wireStoreDiff{FromSeq: d.FromSeq, ToSeq: d.ToSeq, Changes: make([]wireMemoryDiff, len(d.Changes))}
+	out := wireStoreDiff{FromSeq: d.FromSeq, ToSeq: d.ToSeq, Changes: make([]wireMemoryDiff, len(d.Changes)), NextPage: nextPage(d.NextPage)}
 	for i, c := range d.Changes {
 		out.Changes[i] = wireMemoryDiff{Kind: string(c.Kind), MemoryID: c.MemoryID, From: histVersionToWire(c.From), To: histVersionToWire(c.To),
 			ContentChanged: c.ContentChanged, Redacted: c.Redacted, Patch: c.Patch}
@@ -243,7 +244,11 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 		if err != nil {
 			return err
 		}
-		d, err := h.DiffStore(r.Context(), r.PathValue("memory_store_id"), from, to)
+		limit, err := queryLimit(q)
+		if err != nil {
+			return err
+		}
+		d, err := h.DiffStorePage(r.Context(), r.PathValue("memory_store_id"), trove.DiffParams{From: from, To: to, Limit: limit, Cursor: q.Get("page")})
 		if err != nil {
 			return err
 		}
@@ -409,20 +414,35 @@ func (c *Client) GetMemoryAsOf(ctx context.Context, storeID string, at trove.Mom
 	return histVersionFromWire(&w), nil
 }
 
-// DiffStore compares a store at two moments on the server.
+// DiffStore compares a store at two moments on the server: the first
+// page (DiffStorePage).
 func (c *Client) DiffStore(ctx context.Context, storeID string, from, to trove.Moment) (*trove.StoreDiff, error) {
+	return c.DiffStorePage(ctx, storeID, trove.DiffParams{From: from, To: to})
+}
+
+// DiffStorePage is one page of a store diff on the server.
+func (c *Client) DiffStorePage(ctx context.Context, storeID string, p trove.DiffParams) (*trove.StoreDiff, error) {
 	q := url.Values{}
-	if s := from.String(); s != "" {
+	if s := p.From.String(); s != "" {
 		q.Set("from", s)
 	}
-	if s := to.String(); s != "" {
+	if s := p.To.String(); s != "" {
 		q.Set("to", s)
+	}
+	if p.Limit != 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("page", p.Cursor)
 	}
 	var w wireStoreDiff
 	if err := c.histGet(ctx, storeID, "/diff", q, &w); err != nil {
 		return nil, err
 	}
 	out := &trove.StoreDiff{FromSeq: w.FromSeq, ToSeq: w.ToSeq, Changes: make([]trove.MemoryDiff, len(w.Changes))}
+	if w.NextPage != nil {
+		out.NextPage = *w.NextPage
+	}
 	for i, d := range w.Changes {
 		out.Changes[i] = trove.MemoryDiff{Kind: trove.DiffKind(d.Kind), MemoryID: d.MemoryID, From: histVersionFromWire(d.From), To: histVersionFromWire(d.To),
 			ContentChanged: d.ContentChanged, Redacted: d.Redacted, Patch: d.Patch}

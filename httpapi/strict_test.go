@@ -181,3 +181,57 @@ func TestEventMembersStrict(t *testing.T) {
 		t.Fatalf("a well-formed event: %d %s", code, body)
 	}
 }
+
+// TestCreateMemoryNeedsContent and null clears a description (issue 22
+// item 13): content is required as the spec says (absent is a 400 and
+// creates nothing; null and "" are an empty memory); on a store update
+// null description clears it, absent keeps it.
+func TestRequiredAndNullMembers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, netHTTP)
+	st, err := e.svc.CreateStore(e.ctx(), trove.CreateStoreParams{Name: "s", Description: "keep me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mems := "/v1/memory_stores/" + st.ID + "/memories"
+	for _, tc := range []struct {
+		name, body string
+		code       int
+	}{
+		{"absent", `{"path":"/a.md"}`, 400},
+		{"number", `{"path":"/a.md","content":5}`, 400},
+		{"null", `{"path":"/n.md","content":null}`, 200},
+		{"empty", `{"path":"/e.md","content":""}`, 200},
+	} {
+		code, body := e.rawDo(t, "POST", mems, tc.body)
+		if code != tc.code || (code == 400 && !strings.Contains(body, "content")) {
+			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.code)
+		}
+	}
+	page, err := e.svc.ListMemories(e.ctx(), st.ID, trove.ListMemoriesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, it := range page.Data {
+		paths = append(paths, it.Memory.Path)
+	}
+	if strings.Join(paths, " ") != "/e.md /n.md" {
+		t.Errorf("memories after the creates: %v, want /e.md /n.md", paths)
+	}
+
+	storePath := "/v1/memory_stores/" + st.ID
+	if code, body := e.rawDo(t, "POST", storePath, `{"name":"s2"}`); code != 200 || !strings.Contains(body, `"description":"keep me"`) {
+		t.Fatalf("update without description: %d %s", code, body)
+	}
+	if code, body := e.rawDo(t, "POST", storePath, `{"description":7}`); code != 400 || !strings.Contains(body, "description") {
+		t.Fatalf("description 7: %d %s", code, body)
+	}
+	if code, body := e.rawDo(t, "POST", storePath, `{"description":null}`); code != 200 || !strings.Contains(body, `"description":""`) {
+		t.Fatalf("description null: %d %s, want it cleared", code, body)
+	}
+	got, err := e.svc.GetStore(e.ctx(), st.ID)
+	if err != nil || got.Description != "" || got.Name != "s2" {
+		t.Fatalf("store after null description: %+v %v", got, err)
+	}
+}

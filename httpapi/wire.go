@@ -3,6 +3,8 @@ package httpapi
 import (
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/trovehq/trove"
 )
 
@@ -113,14 +115,18 @@ type wireCreateStore struct {
 }
 
 type wireUpdateStore struct {
-	Name        *string            `json:"name"`
-	Description *string            `json:"description"`
+	Name *string `json:"name"`
+	// Description is raw to tell null (clears it, as the SDK's update
+	// bodies say of a nullable field) from absent (unchanged).
+	Description jsontext.Value     `json:"description"`
 	Metadata    map[string]*string `json:"metadata"`
 }
 
 type wireCreateMemory struct {
-	Path    *string `json:"path"`
-	Content *string `json:"content"`
+	Path *string `json:"path"`
+	// Content is required (the spec lists it), nullable: absent (len 0)
+	// is refused, null is "" (createMemory).
+	Content jsontext.Value `json:"content"`
 }
 
 type wirePrecondition struct {

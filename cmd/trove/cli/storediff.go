@@ -39,10 +39,21 @@ content; a side that was redacted shows no text. With -o json it prints
 		if err != nil {
 			return err
 		}
-		d, err := h.DiffStore(k.ctx, st.ID, from, to)
+		// The server pages a diff (bounded answers); the command shows it
+		// whole.
+		d, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{From: from, To: to, Limit: trove.MaxDiffPageSize})
 		if err != nil {
 			return err
 		}
+		for next := d.NextPage; next != ""; {
+			pg, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{Limit: trove.MaxDiffPageSize, Cursor: next})
+			if err != nil {
+				return err
+			}
+			d.Changes = append(d.Changes, pg.Changes...)
+			next = pg.NextPage
+		}
+		d.NextPage = ""
 		if c.json() {
 			return c.printJSON(httpapi.WireStoreDiff(d))
 		}
