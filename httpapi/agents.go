@@ -159,24 +159,6 @@ func refuseField(field, what string) error {
 	return trove.Errorf(trove.EINVALID, "%s: Trove does not run %s; leave it out", field, what)
 }
 
-// nullableString decodes a string-or-null member: set reports presence,
-// s is "" for null.
-func nullableString(field string, v jsontext.Value) (s string, set bool, err error) {
-	if len(v) == 0 {
-		return "", false, nil
-	}
-	switch v.Kind() {
-	case 'n':
-		return "", true, nil
-	case '"':
-		if err := json.Unmarshal(v, &s); err != nil {
-			return "", false, trove.Errorf(trove.EINVALID, "%s must be a string or null", field)
-		}
-		return s, true, nil
-	}
-	return "", false, trove.Errorf(trove.EINVALID, "%s must be a string or null", field)
-}
-
 func decodeModel(v jsontext.Value) (*trove.AgentModelParams, error) {
 	switch v.Kind() {
 	case '"':

@@ -371,5 +371,5 @@ func nullableString(name string, v jsontext.Value) (s string, set bool, err erro
 		}
 		return s, true, nil
 	}
-	return "", false, trove.Errorf(trove.EINVALID, "field %q must be a string or null, not %s", name, kindName(v.Kind()))
+	return "", false, trove.Errorf(trove.EINVALID, "%s must be a string or null, not %s", name, kindName(v.Kind()))
 }
