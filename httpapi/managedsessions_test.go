@@ -598,3 +598,39 @@ func TestEventStreamCredential(t *testing.T) {
 		}
 	})
 }
+
+// TestEventStreamOutlivesRequestDeadline: the event stream is long-lived,
+// like the change feed's: Timeouts.Request bounds each of its database
+// calls, never the stream, so an event appended after that much time still
+// arrives on the stream opened before it.
+func TestEventStreamOutlivesRequestDeadline(t *testing.T) {
+	t.Parallel()
+	const rt = 1500 * time.Millisecond
+	e := newEnv(t, netHTTP, withManaged, func(c *httpapi.Config) { c.Timeouts.Request = rt })
+	f := newManagedFixture(t, e)
+	se, _, err := e.svc.CreateSession(e.ctx(), trove.CreateSessionParams{Agent: &trove.AgentRef{ID: f.agent.ID}, EnvironmentID: f.env.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, next := openStream(t, e, se.ID, e.key, "")
+	defer res.Body.Close()
+	opened := time.Now()
+	appended := make(chan error, 1)
+	go func() {
+		// Past the request deadline (the stream's own clock, not a sync).
+		time.Sleep(rt + time.Second)
+		_, err := e.svc.AppendAgentEvents(context.Background(), se.ID, []trove.NewSessionEvent{
+			{Type: trove.EventAgentMessage, Body: `{"content":[{"type":"text","text":"late"}]}`}}, core.AgentEventsOptions{})
+		appended <- err
+	}()
+	ev, err := next()
+	if err != nil {
+		t.Fatalf("stream ended after %v (request deadline %v): %v", time.Since(opened), rt, err)
+	}
+	if got := ev.data["content"].([]any)[0].(map[string]any)["text"]; got != "late" {
+		t.Fatalf("event = %v, want the late message", ev.data)
+	}
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+}

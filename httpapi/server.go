@@ -292,6 +292,7 @@ func NewServer(cfg Config) *Server {
 		return nil
 	})
 	routes["/trove/v1/memory_stores/{memory_store_id}/changes"].long = true
+	routes["/v1/sessions/{session_id}/events/stream"].long = true
 	for path, rt := range routes {
 		var allow []string
 		for m := range rt.methods {
