@@ -71,7 +71,7 @@ func resolveModel(p trove.AgentModelParams) (trove.AgentModel, error) {
 	if err := checkText("model.id", p.ID, 1, maxModelIDChars, false); err != nil {
 		return trove.AgentModel{}, err
 	}
-	m := trove.AgentModel{ID: p.ID, Speed: p.Speed, Effort: p.Effort}
+	m := trove.AgentModel(p)
 	switch m.Speed {
 	case "", trove.DefaultModelSpeed:
 		m.Speed = trove.DefaultModelSpeed

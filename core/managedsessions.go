@@ -444,11 +444,9 @@ func (s *Service) checkSend(ctx context.Context, tx storage.Tx, se *trove.Sessio
 				return nil, trove.Errorf(trove.ECONFLICT, "events[%d]: tool use %s already has a result", i, ref)
 			}
 		}
-		key := e.Type + " " + ref
+		key := "result " + ref
 		if confirming {
 			key = "confirm " + ref
-		} else {
-			key = "result " + ref
 		}
 		if answered[key] {
 			return nil, trove.Errorf(trove.EINVALID, "events[%d]: tool use %s is answered twice in this request", i, ref)

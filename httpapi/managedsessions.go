@@ -504,17 +504,14 @@ func (s *Server) listSessionResources(w http.ResponseWriter, r *http.Request) er
 	if err := checkQuery(q, "limit", "page"); err != nil {
 		return err
 	}
-	limit, err := queryLimit(q)
-	if err != nil {
+	// The limit is validated like every list's; a session has at most
+	// MaxStoresPerSession resources, so they are always one page.
+	if _, err := queryLimit(q); err != nil {
 		return err
 	}
 	se, err := s.sess.GetSession(r.Context(), r.PathValue("session_id"))
 	if err != nil {
 		return err
-	}
-	// At most MaxStoresPerSession resources: one page, whatever the limit.
-	if limit > 0 && limit < len(se.Stores) {
-		limit = len(se.Stores)
 	}
 	out := wirePage[wireMSessionResource]{Data: make([]wireMSessionResource, len(se.Stores))}
 	for i := range se.Stores {
