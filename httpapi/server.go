@@ -292,7 +292,9 @@ func NewServer(cfg Config) *Server {
 		return nil
 	})
 	routes["/trove/v1/memory_stores/{memory_store_id}/changes"].long = true
-	routes["/v1/sessions/{session_id}/events/stream"].long = true
+	if rt := routes["/v1/sessions/{session_id}/events/stream"]; rt != nil { // nil without Events
+		rt.long = true
+	}
 	for path, rt := range routes {
 		var allow []string
 		for m := range rt.methods {
