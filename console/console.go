@@ -73,9 +73,11 @@ type Handler struct {
 	svc    trove.Services
 	sess   trove.SessionService
 	dreams trove.DreamService
-	hist   trove.HistoryService   // nil hides the time machine pages
-	dirs   trove.DirectoryService // nil hides directory rename and delete
-	secure bool                   // Config.SecureCookie
+	hist   trove.HistoryService     // nil hides the time machine pages
+	dirs   trove.DirectoryService   // nil hides directory rename and delete
+	events trove.EventService       // Sessions' transcripts; nil hides the conversation
+	envs   trove.EnvironmentService // Services' environments; nil hides the environments pages
+	secure bool                     // Config.SecureCookie
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -101,6 +103,8 @@ func New(cfg Config) *Handler {
 	}
 	h.hist, _ = cfg.Services.(trove.HistoryService)
 	h.dirs, _ = cfg.Services.(trove.DirectoryService)
+	h.events, _ = cfg.Sessions.(trove.EventService)
+	h.envs, _ = cfg.Services.(trove.EnvironmentService)
 	h.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
