@@ -35,10 +35,11 @@ var funcs = template.FuncMap{
 		}
 		return storeURL(sid) + "?" + q.Encode() + "#tree"
 	},
-	"newURL":     func(sid, dir string) string { return storeURL(sid) + "/new?" + url.Values{"dir": {dir}}.Encode() },
-	"sessionURL": func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
-	"dreamURL":   dreamURL,
-	"envURL":     envURL,
+	"newURL":          func(sid, dir string) string { return storeURL(sid) + "/new?" + url.Values{"dir": {dir}}.Encode() },
+	"sessionURL":      func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
+	"dreamURL":        dreamURL,
+	"envURL":          envURL,
+	"envKeyRevokeURL": envKeyRevokeURL,
 	"olderURL": func(id, cursor string) string {
 		return Prefix + "sessions/" + url.PathEscape(id) + "?" + url.Values{"older": {cursor}}.Encode()
 	},
