@@ -144,6 +144,9 @@ func TestSessionConversation(t *testing.T) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
+	if code, list := consoleGet(t, e, token, "/console/sessions"); code != 200 || !strings.Contains(list, `&lt;script&gt;alert(&#34;title&#34;)`) || !strings.Contains(list, `<span class="badge ok">idle</span>`) {
+		t.Errorf("sessions list: %d\n%s", code, list)
+	}
 	if strings.Contains(body, long) {
 		t.Error("the long tool result is shown whole")
 	}
