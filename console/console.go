@@ -73,9 +73,11 @@ type Handler struct {
 	svc    trove.Services
 	sess   trove.SessionService
 	dreams trove.DreamService
-	hist   trove.HistoryService   // nil hides the time machine pages
-	dirs   trove.DirectoryService // nil hides directory rename and delete
-	secure bool                   // Config.SecureCookie
+	hist   trove.HistoryService     // nil hides the time machine pages
+	dirs   trove.DirectoryService   // nil hides directory rename and delete
+	events trove.EventService       // Sessions' transcripts; nil hides the conversation
+	envs   trove.EnvironmentService // Services' environments; nil hides the environments pages
+	secure bool                     // Config.SecureCookie
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
 	log    *slog.Logger
@@ -101,6 +103,8 @@ func New(cfg Config) *Handler {
 	}
 	h.hist, _ = cfg.Services.(trove.HistoryService)
 	h.dirs, _ = cfg.Services.(trove.DirectoryService)
+	h.events, _ = cfg.Sessions.(trove.EventService)
+	h.envs, _ = cfg.Services.(trove.EnvironmentService)
 	h.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
@@ -157,6 +161,10 @@ func (h *Handler) routes() {
 	get("/console/dreams/{id}", h.dreamPage)
 	post("/console/dreams/{id}/cancel", h.cancelDream)
 	post("/console/dreams/{id}/archive", h.archiveDream)
+	get("/console/environments", h.environmentsPage) // environments.go
+	get("/console/environments/{id}", h.environmentPage)
+	post("/console/environments/{id}/keys", h.mintEnvironmentKey)
+	post("/console/environments/{id}/keys/{kid}/revoke", h.revokeEnvironmentKey)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusNotFound, "error", nil, &view{Title: "Not found", Error: "There is no console page at " + r.URL.Path + "."})
 	})
@@ -299,6 +307,7 @@ type view struct {
 	KeyID    string
 	Sessions bool // the sessions pages exist
 	Dreams   bool // the dreams pages exist
+	Envs     bool // the environments pages exist
 	Data     any
 }
 
@@ -336,7 +345,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, s *signed, err er
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, page string, s *signed, v *view) {
 	if s != nil {
 		v.Signed, v.CSRF, v.KeyID, v.Sessions = true, s.csrf, s.KeyID(), h.sess != nil
-		v.Dreams = h.dreams != nil
+		v.Dreams, v.Envs = h.dreams != nil, h.envs != nil
 	}
 	t := h.pages[page]
 	var b strings.Builder

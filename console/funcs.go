@@ -35,9 +35,14 @@ var funcs = template.FuncMap{
 		}
 		return storeURL(sid) + "?" + q.Encode() + "#tree"
 	},
-	"newURL":     func(sid, dir string) string { return storeURL(sid) + "/new?" + url.Values{"dir": {dir}}.Encode() },
-	"sessionURL": func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
-	"dreamURL":   dreamURL,
+	"newURL":          func(sid, dir string) string { return storeURL(sid) + "/new?" + url.Values{"dir": {dir}}.Encode() },
+	"sessionURL":      func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
+	"dreamURL":        dreamURL,
+	"envURL":          envURL,
+	"envKeyRevokeURL": envKeyRevokeURL,
+	"olderURL": func(id, cursor string) string {
+		return Prefix + "sessions/" + url.PathEscape(id) + "?" + url.Values{"older": {cursor}}.Encode()
+	},
 	"pageURL": func(base, cursor string) string {
 		sep := "?"
 		if strings.Contains(base, "?") {
@@ -157,3 +162,6 @@ func actorText(a *trove.Actor) string {
 	}
 	return string(a.Type) + " " + id
 }
+
+// envURL is an environment's console page.
+func envURL(id string) string { return Prefix + "environments/" + url.PathEscape(id) }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/trovehq/trove"
 )
@@ -36,6 +37,13 @@ type sessionData struct {
 	Session *trove.Session
 	Stores  []sessionStore
 	History bool // the time machine pages exist (rollback links)
+	// Events is one page of the transcript, oldest first: the newest
+	// transcriptPageSize events, or the page before ?before=.
+	Events      []eventView
+	EventsShown bool               // the transcript could be read here
+	Older       string             // cursor of the older page, "" at the start
+	Paged       bool               // this is an older page (a link back to the newest)
+	Environment *trove.Environment // a managed session's environment, when it still exists
 }
 
 func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, s *signed) error {
@@ -59,6 +67,27 @@ func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, s *signed)
 			return err
 		}
 		d.Stores = append(d.Stores, ss)
+	}
+	if h.events != nil {
+		cur := r.URL.Query().Get("older")
+		pg, err := h.events.ListEvents(r.Context(), se.ID, trove.ListEventsParams{Order: "desc", Limit: transcriptPageSize, Cursor: cur})
+		if err != nil {
+			return err
+		}
+		d.EventsShown, d.Older, d.Paged = true, pg.NextPage, cur != ""
+		for _, e := range slices.Backward(pg.Data) {
+			d.Events = append(d.Events, viewEvent(e))
+		}
+	}
+	if se.Managed != nil && se.Managed.EnvironmentID != "" && h.envs != nil {
+		env, err := h.envs.GetEnvironment(r.Context(), se.Managed.EnvironmentID)
+		switch trove.ErrorCode(err) {
+		case "":
+			d.Environment = env
+		case trove.ENOTFOUND:
+		default:
+			return err
+		}
 	}
 	h.render(w, r, http.StatusOK, "session", s, &view{Title: "Session " + se.ID, Data: d})
 	return nil
