@@ -97,7 +97,25 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	checked, beat := time.Now(), time.Now()
 	var buf []byte
+	// idle is set when the last wait ended with nothing new: the next step
+	// then only re-checks the credential and waits again, with no listing
+	// (an idle stream's cost is its wait's own reads).
+	idle := false
 	for {
+		if idle {
+			idle = false
+			if p, err := s.authenticate(r); err != nil {
+				s.sendStreamError(send, w, r, err)
+				return nil
+			} else {
+				ctx = trove.WithPrincipal(r.Context(), p)
+			}
+			checked = time.Now()
+			if !s.waitEvents(ctx, r, send, w, id, cursor, checked, &beat, &idle) {
+				return nil
+			}
+			continue
+		}
 		page, err := s.events.ListEvents(ctx, id, trove.ListEventsParams{AfterSeq: cursor, Limit: streamPage})
 		if err != nil {
 			s.endStream(send, w, r, id, err)
@@ -135,28 +153,42 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		if page.NextPage != "" {
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, StreamRecheck-min(time.Since(checked), StreamRecheck))
-		stop := context.AfterFunc(s.closing, cancel)
-		head, err := s.waiter.WaitEvents(wctx, id, cursor)
-		stop()
-		cancel()
-		switch {
-		case r.Context().Err() != nil || s.closing.Err() != nil:
+		if !s.waitEvents(ctx, r, send, w, id, cursor, checked, &beat, &idle) {
 			return nil
-		case errors.Is(err, context.DeadlineExceeded):
-			if time.Since(beat) >= s.heartbeat {
-				if !send([]byte(": heartbeat\n\n")) {
-					return nil
-				}
-				beat = time.Now()
-			}
-		case err != nil:
-			s.endStream(send, w, r, id, err)
-			return nil
-		case head <= cursor:
-			return nil // the session has ended and everything was sent
 		}
 	}
+}
+
+// waitEvents is one wait of streamEvents for an event after cursor, until
+// the next credential re-check is due (StreamRecheck after checked). It
+// sends a heartbeat when one is due, sets *idle when the wait ended with
+// nothing new, and returns false when the stream is over (ended session,
+// error sent, client gone, server closing).
+func (s *Server) waitEvents(ctx context.Context, r *http.Request, send func([]byte) bool, w http.ResponseWriter,
+	id string, cursor int64, checked time.Time, beat *time.Time, idle *bool) bool {
+	wctx, cancel := context.WithTimeout(ctx, StreamRecheck-min(time.Since(checked), StreamRecheck))
+	stop := context.AfterFunc(s.closing, cancel)
+	head, err := s.waiter.WaitEvents(wctx, id, cursor)
+	stop()
+	cancel()
+	switch {
+	case r.Context().Err() != nil || s.closing.Err() != nil:
+		return false
+	case errors.Is(err, context.DeadlineExceeded):
+		*idle = true
+		if time.Since(*beat) >= s.heartbeat {
+			if !send([]byte(": heartbeat\n\n")) {
+				return false
+			}
+			*beat = time.Now()
+		}
+	case err != nil:
+		s.endStream(send, w, r, id, err)
+		return false
+	case head <= cursor:
+		return false // the session has ended and everything was sent
+	}
+	return true
 }
 
 // endStream ends a stream on err: a deleted session gets a final

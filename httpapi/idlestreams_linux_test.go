@@ -83,8 +83,7 @@ func BenchmarkIdleEventStreams(b *testing.B) {
 		}
 		ids[i] = se.ID
 	}
-	cfg := httpapi.Config{Services: svc, Sessions: svc, Auth: svc}
-	withManaged(&cfg)
+	cfg := httpapi.Config{Services: svc, Sessions: svc, Events: svc, Auth: svc, Agents: svc, Environments: svc, Work: svc}
 	base, stop := serveTransport(b, netHTTP, httpapi.NewServer(cfg), nil)
 	defer stop()
 	addr := base[len("http://"):]
