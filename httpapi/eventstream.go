@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -97,7 +98,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	checked, beat := time.Now(), time.Now()
 	var buf []byte
+	// idle is set when the last wait ended with nothing new (a heartbeat
+	// was due): the next step only waits again, with no listing.
+	idle := false
 	for {
+		if idle {
+			idle = false
+			if !s.waitEvents(&ctx, r, send, w, id, cursor, &checked, &beat, &idle) {
+				return nil
+			}
+			continue
+		}
 		page, err := s.events.ListEvents(ctx, id, trove.ListEventsParams{AfterSeq: cursor, Limit: streamPage})
 		if err != nil {
 			s.endStream(send, w, r, id, err)
@@ -135,28 +146,79 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		if page.NextPage != "" {
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, StreamRecheck-min(time.Since(checked), StreamRecheck))
-		stop := context.AfterFunc(s.closing, cancel)
-		head, err := s.waiter.WaitEvents(wctx, id, cursor)
-		stop()
-		cancel()
-		switch {
-		case r.Context().Err() != nil || s.closing.Err() != nil:
+		if !s.waitEvents(&ctx, r, send, w, id, cursor, &checked, &beat, &idle) {
 			return nil
-		case errors.Is(err, context.DeadlineExceeded):
-			if time.Since(beat) >= s.heartbeat {
-				if !send([]byte(": heartbeat\n\n")) {
-					return nil
-				}
-				beat = time.Now()
-			}
-		case err != nil:
-			s.endStream(send, w, r, id, err)
-			return nil
-		case head <= cursor:
-			return nil // the session has ended and everything was sent
 		}
 	}
+}
+
+// waitEvents is one wait of streamEvents for an event after cursor, until
+// one arrives or a heartbeat is due. The one wait spans credential
+// re-checks (every StreamRecheck after *checked, by a timer, which ends
+// the wait when the credential is no longer valid), so an idle stream
+// costs no more than its waiter's own polls. It updates *ctx's principal
+// and *checked, sends the heartbeat when due, sets *idle when the wait
+// ended with nothing new, and returns false when the stream is over
+// (ended session, error sent, client gone, server closing).
+func (s *Server) waitEvents(ctx *context.Context, r *http.Request, send func([]byte) bool, w http.ResponseWriter,
+	id string, cursor int64, checked, beat *time.Time, idle *bool) bool {
+	wctx, cancel := context.WithTimeout(*ctx, max(s.heartbeat-time.Since(*beat), 0))
+	defer cancel()
+	stop := context.AfterFunc(s.closing, cancel)
+	defer stop()
+	var (
+		mu      sync.Mutex
+		done    bool
+		authErr error
+		latest  *trove.Principal
+		timer   *time.Timer
+	)
+	mu.Lock()
+	timer = time.AfterFunc(max(StreamRecheck-time.Since(*checked), 0), func() {
+		p, err := s.authenticate(r)
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		*checked = time.Now()
+		if err != nil {
+			authErr = err
+			cancel()
+			return
+		}
+		latest = p
+		timer.Reset(StreamRecheck)
+	})
+	mu.Unlock()
+	head, err := s.waiter.WaitEvents(wctx, id, cursor)
+	mu.Lock()
+	done = true
+	timer.Stop()
+	aerr, p := authErr, latest
+	mu.Unlock()
+	if p != nil {
+		*ctx = trove.WithPrincipal(r.Context(), p)
+	}
+	switch {
+	case r.Context().Err() != nil || s.closing.Err() != nil:
+		return false
+	case aerr != nil:
+		s.sendStreamError(send, w, r, aerr)
+		return false
+	case errors.Is(err, context.DeadlineExceeded):
+		*idle = true
+		if !send([]byte(": heartbeat\n\n")) {
+			return false
+		}
+		*beat = time.Now()
+	case err != nil:
+		s.endStream(send, w, r, id, err)
+		return false
+	case head <= cursor:
+		return false // the session has ended and everything was sent
+	}
+	return true
 }
 
 // endStream ends a stream on err: a deleted session gets a final

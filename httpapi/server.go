@@ -291,9 +291,12 @@ func NewServer(cfg Config) *Server {
 		prom.ServeHTTP(w, r)
 		return nil
 	})
-	routes["/trove/v1/memory_stores/{memory_store_id}/changes"].long = true
-	if rt, ok := routes["/v1/sessions/{session_id}/events/stream"]; ok { // served when the config has sessions
-		rt.long = true
+	// The long-lived streams, where they are served (a server without
+	// sessions has no event stream route).
+	for _, path := range []string{"/trove/v1/memory_stores/{memory_store_id}/changes", "/v1/sessions/{session_id}/events/stream"} {
+		if rt := routes[path]; rt != nil {
+			rt.long = true
+		}
 	}
 	for path, rt := range routes {
 		var allow []string
