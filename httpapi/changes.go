@@ -173,6 +173,9 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) error {
 	defer done()
 	page, err := s.changes.ListChanges(ctx, storeID, trove.ListChangesParams{After: after, Limit: limit})
 	if err != nil {
+		if lost := trove.CredentialLost(ctx); lost != nil {
+			return lost // the credential ended before the first page was read
+		}
 		return err
 	}
 	if acceptsEventStream(r) {
