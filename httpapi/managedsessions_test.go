@@ -360,6 +360,11 @@ func testSDKManagedSessions(t *testing.T, e *testEnv) {
 	if err != nil || len(desc.Data) != 1 || desc.Data[0].ID != askUse {
 		t.Errorf("newest tool use = %v, %v", desc, err)
 	}
+	// Several types: the SDK repeats types[]; a list, not a repeated parameter.
+	two, err := c.Beta.Sessions.Events.List(ctx, se.ID, anthropic.BetaSessionEventListParams{Types: []anthropic.BetaManagedAgentsSessionEventType{"user.message", "agent.message"}})
+	if err != nil || len(two.Data) != 2 || two.Data[0].Type != "user.message" || two.Data[1].Type != "agent.message" {
+		t.Errorf("events of two types = %v, %v", two, err)
+	}
 	idle, _ := c.Beta.Sessions.Get(ctx, se.ID, anthropic.BetaSessionGetParams{})
 	if idle.Status != "idle" || idle.Stats.ActiveSeconds < 0 || idle.Usage.CacheCreation.Ephemeral5mInputTokens != 2 {
 		t.Errorf("idle session = %s", idle.RawJSON())

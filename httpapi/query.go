@@ -33,6 +33,8 @@ var repeatableParams = map[string]bool{
 	"store_id":   true, // /trove/v1/search: several stores
 	"statuses[]": true, // /v1/dreams: the SDK's bracketed list
 	"statuses":   true,
+	"types[]":    true, // /v1/sessions/{id}/events: the SDK's bracketed list of event types
+	"types":      true,
 }
 
 // parseQuery parses raw (a URL's RawQuery) by the rules above.
