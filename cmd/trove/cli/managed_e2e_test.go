@@ -44,19 +44,18 @@ type managed struct {
 	// process can create directories there, else a temp dir the worker
 	// maps /mnt/memory/ to (as trove worker --mount-root does).
 	mountRoot string
+	// wrapTool, when set, wraps each toolset tool of the worker (after the
+	// mount mapping); workerMiddleware, when set, is a client middleware of
+	// the worker. The fault tests count and pause tool runs with them.
+	wrapTool         func(anthropic.BetaTool) anthropic.BetaTool
+	workerMiddleware option.Middleware
 }
 
 const seedContent = "The sky is green on Tuesdays.\n"
 
 func newManaged(t *testing.T, turns func(m *managed) []claudetest.Turn, extra ...string) *managed {
 	t.Helper()
-	m := &managed{bin: sharedTrove(t), data: t.TempDir()}
-	m.slug = fmt.Sprintf("notes-%d", rand.Uint32())
-	m.mountRoot = defaultMountRoot
-	if err := os.MkdirAll(defaultMountRoot, 0o755); err != nil || !writable(defaultMountRoot) {
-		m.mountRoot = t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Join(defaultMountRoot, m.slug)) })
+	m := prepareManaged(t)
 	m.claude = claudetest.New(t, turns(m)...)
 	m.flags = append([]string{"--anthropic-api-key", "sk-ant-test", "--anthropic-base-url", m.claude.URL,
 		"--session-lease", "2s", "--session-heartbeat", "200ms"}, extra...)
@@ -66,6 +65,29 @@ func newManaged(t *testing.T, turns func(m *managed) []claudetest.Turn, extra ..
 		t.Fatal(err)
 	}
 	m.key = strings.TrimSpace(string(b))
+	m.provision(t)
+	return m
+}
+
+// prepareManaged returns a managed with its trove command, data directory,
+// store slug and mount root, before any server starts.
+func prepareManaged(t *testing.T) *managed {
+	t.Helper()
+	m := &managed{bin: sharedTrove(t), data: t.TempDir()}
+	m.slug = fmt.Sprintf("notes-%d", rand.Uint32())
+	m.mountRoot = defaultMountRoot
+	if err := os.MkdirAll(defaultMountRoot, 0o755); err != nil || !writable(defaultMountRoot) {
+		m.mountRoot = t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(defaultMountRoot, m.slug)) })
+	return m
+}
+
+// provision creates, through the server at m.url with m.key, the agent,
+// the self-hosted environment and its key, and the store with its seeded
+// memory.
+func (m *managed) provision(t *testing.T) {
+	t.Helper()
 	m.sdk = anthropic.NewClient(option.WithBaseURL(m.url), option.WithAPIKey(m.key), option.WithMaxRetries(0))
 	ctx := context.Background()
 	ag, err := m.sdk.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
@@ -102,7 +124,6 @@ func newManaged(t *testing.T, turns func(m *managed) []claudetest.Turn, extra ..
 	if _, err := m.sdk.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/seed.md", Content: anthropic.String(seedContent)}); err != nil {
 		t.Fatalf("seed memory: %v", err)
 	}
-	return m
 }
 
 // sharedTrove is the trove command the managed-session tests run as
@@ -179,14 +200,26 @@ func (m *managed) session(t *testing.T, access anthropic.BetaManagedAgentsMemory
 func (m *managed) worker(t *testing.T) (stop func()) {
 	t.Helper()
 	opts := []option.RequestOption{option.WithBaseURL(m.url), option.WithAPIKey("unused")}
-	var toolsFunc func(*agenttoolset.AgentToolContext) []anthropic.BetaTool
+	var wraps []func(anthropic.BetaTool) anthropic.BetaTool
 	if m.mountRoot != defaultMountRoot {
 		mm := mountMap{from: defaultMountRoot + "/", to: m.mountRoot + "/"}
 		opts = append(opts, option.WithMiddleware(mm.middleware))
+		wraps = append(wraps, func(tl anthropic.BetaTool) anthropic.BetaTool { return &mappedTool{BetaTool: tl, m: mm} })
+	}
+	if m.wrapTool != nil {
+		wraps = append(wraps, m.wrapTool)
+	}
+	if m.workerMiddleware != nil {
+		opts = append(opts, option.WithMiddleware(m.workerMiddleware))
+	}
+	var toolsFunc func(*agenttoolset.AgentToolContext) []anthropic.BetaTool
+	if len(wraps) > 0 {
 		toolsFunc = func(env *agenttoolset.AgentToolContext) []anthropic.BetaTool {
 			tools := agenttoolset.BetaAgentToolset20260401(env)
-			for i, tl := range tools {
-				tools[i] = &mappedTool{BetaTool: tl, m: mm}
+			for i := range tools {
+				for _, w := range wraps {
+					tools[i] = w(tools[i])
+				}
 			}
 			return tools
 		}
