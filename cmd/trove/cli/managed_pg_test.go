@@ -25,6 +25,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/trovehq/trove/internal/claudetest"
 	"github.com/trovehq/trove/internal/pgtest"
@@ -50,6 +51,34 @@ type pgManaged struct {
 	nodes [2]*pgNode
 	front atomic.Pointer[pgNode]
 	runs  toolRuns
+	db    string
+	// leaseAtKill says who held the session run's lease at the kill (for
+	// the log: it varies with timing at most points).
+	leaseAtKill string
+}
+
+// runLease says who holds the session run's job lease (the jobs table
+// has one row: this test's one session).
+func (p *pgManaged) runLease(t *testing.T, victim *pgNode) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, p.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var owner string
+	if err := c.QueryRow(ctx, "SELECT lease_owner FROM jobs WHERE kind = 'session_run'").Scan(&owner); err != nil {
+		t.Fatalf("reading the session run's job: %v", err)
+	}
+	switch {
+	case owner == "":
+		return "nobody"
+	case strings.Contains(owner, fmt.Sprintf("-%d-", victim.cmd.Process.Pid)):
+		return "the killed node"
+	default:
+		return "the other node"
+	}
 }
 
 // newManagedPG starts nodes A and B on a fresh schema (A first: it creates
@@ -59,7 +88,7 @@ type pgManaged struct {
 func newManagedPG(t *testing.T, turns func(m *managed) []claudetest.Turn, arm func(p *pgManaged, turns []claudetest.Turn)) *pgManaged {
 	t.Helper()
 	dbURL := pgtest.SchemaURL(t)
-	p := &pgManaged{managed: prepareManaged(t)}
+	p := &pgManaged{managed: prepareManaged(t), db: dbURL}
 	m := p.managed
 	ts := turns(m)
 	arm(p, ts)
@@ -179,6 +208,7 @@ func (p *pgManaged) kill9(t *testing.T, victim *pgNode, sessionID string) ([]ant
 		t.Fatal(err)
 	}
 	victim.cmd.Wait()
+	p.leaseAtKill = p.runLease(t, victim)
 	return before, time.Now()
 }
 
@@ -265,6 +295,13 @@ func (g *gate) wait(t *testing.T, what string) {
 	}
 }
 
+// streamed is what follow read: the events, and err when the stream
+// ended before the turn did.
+type streamed struct {
+	events []sseEvent
+	err    error
+}
+
 // sseEvent is one event of the raw event stream.
 type sseEvent struct {
 	seq        int64
@@ -276,8 +313,9 @@ type sseEvent struct {
 // the front proxy from now until a session.status_idle that ends the turn,
 // reconnecting with Last-Event-ID (the seq of the last event it got)
 // whenever the stream breaks, as a client does when its node dies. The
-// first connection is open when follow returns.
-func (p *pgManaged) follow(t *testing.T, sessionID string) <-chan []sseEvent {
+// first connection is open when follow returns; the channel gets the
+// events read and why the stream ended early, if it did.
+func (p *pgManaged) follow(t *testing.T, sessionID string) <-chan streamed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	connect := func(last int64) (*http.Response, error) {
@@ -301,9 +339,11 @@ func (p *pgManaged) follow(t *testing.T, sessionID string) <-chan []sseEvent {
 		cancel()
 		t.Fatal(err)
 	}
-	out := make(chan []sseEvent, 1)
+	out := make(chan streamed, 1)
+	finished := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-finished })
 	go func() {
-		defer cancel()
+		defer close(finished)
 		var got []sseEvent
 		var last int64
 		for {
@@ -314,15 +354,14 @@ func (p *pgManaged) follow(t *testing.T, sessionID string) <-chan []sseEvent {
 			})
 			res.Body.Close()
 			if done {
-				out <- got
+				out <- streamed{events: got}
 				return
 			}
 			// The stream broke (its node died): reconnect after the last
 			// event seen, polling until the front answers.
 			for {
 				if ctx.Err() != nil {
-					t.Errorf("stream never reached the turn's end (last error %v); got %d events", err, len(got))
-					out <- got
+					out <- streamed{got, fmt.Errorf("the stream never reached the turn's end (last error %v)", err)}
 					return
 				}
 				if res, err = connect(last); err == nil {
@@ -482,7 +521,7 @@ func TestManagedSessionPostgresTakeover(t *testing.T) {
 			se := p.session(t, anthropic.BetaManagedAgentsMemoryStoreResourceParamAccessReadWrite)
 			p.worker(t)
 			n0 := len(p.allEvents(t, se.ID))
-			streamed := p.follow(t, se.ID)
+			stream := p.follow(t, se.ID)
 			p.say(t, se.ID, "Keep a note.")
 			g.wait(t, pt.name)
 			victim := pt.victim(t, p)
@@ -490,7 +529,10 @@ func TestManagedSessionPostgresTakeover(t *testing.T) {
 			before, killedAt := p.kill9(t, victim, se.ID)
 			g.open()
 			evs := p.waitTurnEnd(t, se.ID)
-			got := <-streamed
+			st := <-stream
+			if st.err != nil {
+				t.Error(st.err)
+			}
 
 			// The kill came where it was meant to.
 			stored := 0
@@ -501,6 +543,9 @@ func TestManagedSessionPostgresTakeover(t *testing.T) {
 			}
 			if stored != pt.storedAtKill {
 				t.Errorf("node %s had stored %d model answers at the kill, want %d", victim.name, stored, pt.storedAtKill)
+			}
+			if pt.cut && p.leaseAtKill != "the killed node" {
+				t.Errorf("the run's lease at the kill was held by %s, not by node %s, which was asking the model", p.leaseAtKill, victim.name)
 			}
 
 			// Every event once; what was committed before the kill kept, in
@@ -525,7 +570,7 @@ func TestManagedSessionPostgresTakeover(t *testing.T) {
 			}
 			var streamedIDs []string
 			var lastSeq int64
-			for _, e := range got {
+			for _, e := range st.events {
 				streamedIDs = append(streamedIDs, e.id)
 				if e.seq <= lastSeq {
 					t.Errorf("stream: seq %d after %d", e.seq, lastSeq)
@@ -628,7 +673,7 @@ func TestManagedSessionPostgresTakeover(t *testing.T) {
 			if len(byPos) != 3 {
 				t.Errorf("the model was asked at %d positions, want 3", len(byPos))
 			}
-			t.Logf("killed node %s; model asks by position: %v", victim.name, requestsByPosition(p.claude.Requests()))
+			t.Logf("killed node %s, the run's lease held by %s; model asks by position %v", victim.name, p.leaseAtKill, requestsByPosition(p.claude.Requests()))
 		})
 	}
 }
