@@ -359,7 +359,9 @@ func parseClaudeMCPAdd(args []string) (stdioEntry, error) {
 	return e, errorf("claude mcp add: no -- before the command in %q", args)
 }
 
-func errorf(format string, args ...any) error { return &snippetError{msg: fmt.Sprintf(format, args...)} }
+func errorf(format string, args ...any) error {
+	return &snippetError{msg: fmt.Sprintf(format, args...)}
+}
 
 type snippetError struct{ msg string }
 
