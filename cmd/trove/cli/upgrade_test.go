@@ -69,7 +69,14 @@ func (c *upgradeClient) do(method, path string, body any) (int, json.RawMessage)
 		c.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("anthropic-beta", "agent-memory-2026-07-22")
+	beta := "agent-memory-2026-07-22"
+	switch {
+	case strings.HasPrefix(path, "/v1/dreams"):
+		beta = "dreaming-2026-04-21"
+	case strings.HasPrefix(path, "/v1/agents"), strings.HasPrefix(path, "/v1/environments"), strings.HasPrefix(path, "/v1/sessions"):
+		beta = "managed-agents-2026-04-01"
+	}
+	req.Header.Set("anthropic-beta", beta)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -143,6 +150,32 @@ func fillUpgrade(c *upgradeClient) {
 	s2 := c.must("POST", "/trove/v1/sessions", map[string]any{"resources": []any{
 		map[string]any{"type": "memory_store", "memory_store_id": docs, "access": "read_write"}}})["id"].(string)
 	c.must("POST", "/trove/v1/sessions/"+s2+"/end", nil)
+
+	// A dream over the session (versions with dreams), canceled so that no
+	// runner touches it later: its row and status stay as made.
+	if code, b := c.do("POST", "/v1/dreams", map[string]any{"model": "claude-sonnet-5-5", "inputs": []any{
+		map[string]any{"type": "memory_store", "memory_store_id": notes},
+		map[string]any{"type": "sessions", "session_ids": []string{s1}},
+	}}); code == http.StatusOK {
+		var d struct{ ID string }
+		json.Unmarshal(b, &d)
+		c.must("POST", "/v1/dreams/"+d.ID+"/cancel", nil)
+	}
+	// Managed Agents (versions with agents): an agent with a second version,
+	// a self-hosted environment and a session of both with a store; no
+	// event is sent, so the session stays idle and nothing runs.
+	if code, b := c.do("POST", "/v1/agents", map[string]any{"name": "helper", "model": "claude-sonnet-5-5", "system": "be brief",
+		"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}, "metadata": map[string]string{"k": "v"}}); code == http.StatusOK {
+		var ag struct {
+			ID      string
+			Version int
+		}
+		json.Unmarshal(b, &ag)
+		c.must("POST", "/v1/agents/"+ag.ID, map[string]any{"version": ag.Version, "system": "be briefer"})
+		env := c.must("POST", "/v1/environments", map[string]any{"name": "laptop", "config": map[string]any{"type": "self_hosted"}})["id"].(string)
+		c.must("POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": env, "title": "kept", "resources": []any{
+			map[string]any{"type": "memory_store", "memory_store_id": notes, "access": "read_only"}}})
+	}
 }
 
 // upgradeSnapshot is every answer the upgrade test compares, keyed by the
@@ -174,6 +207,20 @@ func snapshotUpgrade(c *upgradeClient) upgradeSnapshot {
 			out = append(out, d.(map[string]any)["id"].(string))
 		}
 		return out
+	}
+	for _, d := range ids(get("/v1/dreams?limit=100")) {
+		get("/v1/dreams/" + d)
+	}
+	for _, a := range ids(get("/v1/agents?limit=100")) {
+		get("/v1/agents/" + a)
+		get("/v1/agents/" + a + "/versions?limit=100")
+	}
+	for _, e := range ids(get("/v1/environments?limit=100")) {
+		get("/v1/environments/" + e)
+	}
+	for _, s := range ids(get("/v1/sessions?limit=100")) {
+		get("/v1/sessions/" + s)
+		get("/v1/sessions/" + s + "/events?limit=100")
 	}
 	for _, st := range ids(get("/v1/memory_stores?include_archived=true&limit=100")) {
 		get("/v1/memory_stores/" + st)
@@ -412,6 +459,7 @@ func TestUpgrade(t *testing.T) {
 		version := filepath.Base(dir)
 		for _, driver := range []string{"sqlite", "postgres"} {
 			t.Run(version+"/"+driver, func(t *testing.T) {
+				t.Parallel()
 				data := t.TempDir()
 				var args []string
 				switch driver {
