@@ -173,8 +173,10 @@ func fillUpgrade(c *upgradeClient) {
 		json.Unmarshal(b, &ag)
 		c.must("POST", "/v1/agents/"+ag.ID, map[string]any{"version": ag.Version, "system": "be briefer"})
 		env := c.must("POST", "/v1/environments", map[string]any{"name": "laptop", "config": map[string]any{"type": "self_hosted"}})["id"].(string)
-		c.must("POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": env, "title": "kept", "resources": []any{
-			map[string]any{"type": "memory_store", "memory_store_id": notes, "access": "read_only"}}})
+		if code, b := c.do("POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": env, "title": "kept", "resources": []any{
+			map[string]any{"type": "memory_store", "memory_store_id": notes, "access": "read_only"}}}); code != http.StatusOK && code != http.StatusNotFound {
+			c.t.Fatalf("POST /v1/sessions: %d %s", code, b)
+		}
 	}
 }
 
