@@ -197,6 +197,17 @@ func (s *Server) handleMemory(ctx context.Context, req *mcp.CallToolRequest) (*m
 	return toMCP(s.tool.Execute(s.ctx(ctx), args)), nil
 }
 
+// Execute runs one memory tool call, given as its JSON input, as the
+// server's principal, outside MCP (trove tool --store). Input that is not
+// valid UTF-8 is refused as the MCP tool refuses it: decoding it would put
+// U+FFFD where the caller's bytes were.
+func (s *Server) Execute(ctx context.Context, input []byte) memtool.Result {
+	if err := trove.CheckContentUTF8Bytes(input); err != nil {
+		return memtool.Result{IsError: true, Content: []memtool.Block{{Type: memtool.BlockText, Text: "Error: " + trove.ErrorMessage(err)}}}
+	}
+	return s.tool.Execute(s.ctx(ctx), input)
+}
+
 // toMCP converts an engine result.
 func toMCP(r memtool.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError, Content: []mcp.Content{}}

@@ -177,35 +177,11 @@ func checkLoopback(addr string) error {
 func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID, httpAddr string) error {
 	ctx := e.ctx
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc, p, closeSvc, err := sf.openServices(ctx, cmd)
+	srv, names, closeSvc, err := openMCPServer(e, cmd, sf, refs, sessionID, mcpserver.Options{Logger: log, Version: Version()})
 	if err != nil {
 		return err
 	}
 	defer closeSvc()
-	lookupCtx := ctx
-	if p != nil {
-		lookupCtx = trove.WithPrincipal(ctx, p)
-	}
-	var mounts []mcpserver.Mount
-	var names []string
-	if sessionID != "" {
-		if mounts, names, p, err = sessionMounts(lookupCtx, svc, p, sessionID); err != nil {
-			return err
-		}
-	} else {
-		stores, slugs, err := resolveStores(lookupCtx, svc, refs)
-		if err != nil {
-			return err // Main renders it for people and names the target
-		}
-		for i, st := range stores {
-			mounts = append(mounts, mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]})
-			names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
-		}
-	}
-	srv, err := mcpserver.New(svc, mounts, mcpserver.Options{Principal: p, Logger: log, Version: Version(), Mounted: sessionID != ""})
-	if err != nil {
-		return err
-	}
 	if httpAddr == "" {
 		err := srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 		if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
@@ -234,6 +210,48 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// openMCPServer opens the target sf names and returns a server over the
+// stores refs name (or the session's stores), the "name (ID)" of each, and
+// the function that closes the target. opt's Principal and Mounted are set
+// here: the local key's principal (or the session's, for --session on a
+// local database) and whether the stores are laid out as a session's.
+func openMCPServer(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID string, opt mcpserver.Options) (*mcpserver.Server, []string, func() error, error) {
+	ctx := e.ctx
+	svc, p, closeSvc, err := sf.openServices(ctx, cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lookupCtx := ctx
+	if p != nil {
+		lookupCtx = trove.WithPrincipal(ctx, p)
+	}
+	var mounts []mcpserver.Mount
+	var names []string
+	if sessionID != "" {
+		if mounts, names, p, err = sessionMounts(lookupCtx, svc, p, sessionID); err != nil {
+			closeSvc()
+			return nil, nil, nil, err
+		}
+	} else {
+		stores, slugs, err := resolveStores(lookupCtx, svc, refs)
+		if err != nil {
+			closeSvc()
+			return nil, nil, nil, err // Main renders it for people and names the target
+		}
+		for i, st := range stores {
+			mounts = append(mounts, mcpserver.Mount{StoreID: st.ID, Slug: slugs[i]})
+			names = append(names, fmt.Sprintf("%s (%s)", st.Name, st.ID))
+		}
+	}
+	opt.Principal, opt.Mounted = p, sessionID != ""
+	srv, err := mcpserver.New(svc, mounts, opt)
+	if err != nil {
+		closeSvc()
+		return nil, nil, nil, err
+	}
+	return srv, names, closeSvc, nil
 }
 
 // sessionMounts returns the stores attached to sessionID as mounts named

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,16 +12,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trovehq/trove/mcpserver"
 	"github.com/trovehq/trove/memtool"
 )
 
 func newToolCmd(e *env) *cobra.Command {
 	var root string
 	var guards guardFlags
+	var sf storeFlags
+	var storeRefs []string
+	var sessionID string
 	cmd := &cobra.Command{
-		Use:   "tool --root DIR",
+		Use:   "tool (--root DIR | --store NAME_OR_ID [--store ...] | --session ID)",
 		Short: "Execute memory tool calls read as JSON lines on stdin",
-		Long: `Execute Claude memory tool (memory_20250818) calls against a local directory.
+		Long: `Execute Claude memory tool (memory_20250818) calls against a local directory
+(--root) or memory stores (--store, --session).
 
 Each line of standard input is one tool input, e.g.
   {"command":"view","path":"/memories"}
@@ -31,15 +37,39 @@ where content is a string for text results and an array of content blocks
 for images. A malformed line gets an is_error result; the command only
 stops at the end of the input. /memories is the directory given by --root.
 
+With --store, /memories is the memory store (several --store flags: each
+store at /memories/<slug>/), and every write is a version in it, as with
+trove mcp; --session serves a session's stores at their mount names, acting
+as the session. Stores are on the target every client command uses (see
+trove status). This is the bridge for the SDKs' own memory tool helpers
+(docs/integrations.md): one long-lived process, one line in, one line out.
+
 With --expire-after, files not read for that long are deleted before the
 first line is read, one "[expire] deleted PATH" line each on standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if root == "" {
-				return &exitError{code: 2, err: errors.New("tool: --root DIR is required")}
+			modes := 0
+			for _, set := range []bool{root != "", len(storeRefs) > 0, sessionID != ""} {
+				if set {
+					modes++
+				}
+			}
+			if modes != 1 {
+				return &exitError{code: exitUsage, err: errors.New("tool: give exactly one of --root DIR (a local directory), --store NAME_OR_ID (memory stores) or --session ID (a session's stores)")}
 			}
 			if err := guards.validate("tool"); err != nil {
 				return err
+			}
+			if root == "" {
+				if guards.expireAfter > 0 {
+					return &exitError{code: exitUsage, err: errors.New("tool: --expire-after works only with --root; a store keeps every version, so nothing is swept from it")}
+				}
+				srv, _, closeSvc, err := openMCPServer(e, cmd, &sf, storeRefs, sessionID, mcpserver.Options{Tool: guards.options(), Version: Version()})
+				if err != nil {
+					return err
+				}
+				defer closeSvc()
+				return runToolLines(e, toolLineMax(guards.maxFileSize), srv.Execute)
 			}
 			fsys, err := memtool.NewDirFS(root)
 			if err != nil {
@@ -50,10 +80,13 @@ first line is read, one "[expire] deleted PATH" line each on standard error.`,
 			if err := guards.sweep(e, tool); err != nil {
 				return fmt.Errorf("tool: %w", err)
 			}
-			return runToolLines(e, tool)
+			return runToolLines(e, toolLineMax(guards.maxFileSize), tool.Execute)
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "", "host directory that /memories maps to (created if missing)")
+	cmd.Flags().StringArrayVar(&storeRefs, "store", nil, "memory store that /memories maps to, by name or ID; repeat for several stores")
+	cmd.Flags().StringVar(&sessionID, "session", "", "the stores attached to this session (sesn_…) at /memories/<slug>/, with the session's access")
+	sf.register(cmd)
 	guards.register(cmd)
 	return cmd
 }
@@ -116,17 +149,24 @@ func (g *guardFlags) sweep(e *env, tool *memtool.Tool) error {
 	return nil
 }
 
-// runToolLines executes one tool call per input line until EOF.
-func runToolLines(e *env, tool *memtool.Tool) error {
+// runToolLines executes one tool call per input line with exec until EOF.
+// A line longer than maxLine bytes is answered with an error result and
+// skipped, so memory stays bounded whatever arrives on stdin.
+func runToolLines(e *env, maxLine int, exec func(context.Context, []byte) memtool.Result) error {
 	in := bufio.NewReader(e.stdin)
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	for {
-		line, err := in.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			if encErr := enc.Encode(tool.Execute(e.ctx, toolInput(line))); encErr != nil {
+		line, tooLong, err := readToolLine(in, maxLine)
+		if tooLong || len(bytes.TrimSpace(line)) > 0 {
+			res := memtool.Result{IsError: true, Content: []memtool.Block{{Type: memtool.BlockText,
+				Text: fmt.Sprintf("Error: the input line is over %d bytes; nothing was done. Raise --max-file-size for larger files.", maxLine)}}}
+			if !tooLong {
+				res = exec(e.ctx, toolInput(line))
+			}
+			if encErr := enc.Encode(res); encErr != nil {
 				return encErr
 			}
 			if flushErr := out.Flush(); flushErr != nil {
@@ -138,6 +178,33 @@ func runToolLines(e *env, tool *memtool.Tool) error {
 		}
 		if err != nil {
 			return fmt.Errorf("tool: reading stdin: %w", err)
+		}
+	}
+}
+
+// toolLineMax is the longest input line runToolLines takes for a
+// --max-file-size: the file text JSON-escaped (at most 6 bytes a byte, as
+// \u00XX) plus room for the other members.
+func toolLineMax(maxFileSize int64) int {
+	const room = 64 << 10
+	if maxFileSize > (1<<40)/6 {
+		return 1 << 40
+	}
+	return int(maxFileSize)*6 + room
+}
+
+// readToolLine reads one line of at most max bytes (its newline included).
+// A longer line is read to its end and dropped: tooLong is true.
+func readToolLine(in *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := in.ReadSlice('\n')
+		if !tooLong && len(line)+len(frag) <= max {
+			line = append(line, frag...)
+		} else {
+			tooLong, line = true, nil
+		}
+		if err != bufio.ErrBufferFull {
+			return line, tooLong, err
 		}
 	}
 }
