@@ -38,10 +38,63 @@ type conversation struct {
 	turnRequests int
 }
 
+// parsedEvent is a transcript event with its body decoded once: a run
+// keeps its transcript parsed between steps and reads only the events
+// appended since (see transcript), instead of reading and decoding the
+// whole transcript at every step.
+type parsedEvent struct {
+	seq  int64
+	id   string
+	typ  string
+	body map[string]any
+}
+
+// transcript is a session's transcript as a run holds it: parsed events,
+// oldest first, contiguous from seq 1.
+type transcript struct{ events []parsedEvent }
+
+// lastSeq is the newest event's seq (0 for none).
+func (t *transcript) lastSeq() int64 {
+	if n := len(t.events); n > 0 {
+		return t.events[n-1].seq
+	}
+	return 0
+}
+
+// add appends events that follow the held ones; false (nothing added)
+// when they do not follow them seq by seq, so the caller reads the
+// transcript again from the start.
+func (t *transcript) add(events []trove.SessionEvent) bool {
+	next := t.lastSeq() + 1
+	for i, e := range events {
+		if e.Seq != next+int64(i) {
+			return false
+		}
+	}
+	for _, e := range events {
+		var body map[string]any
+		_ = json.Unmarshal([]byte(e.Body), &body)
+		t.events = append(t.events, parsedEvent{seq: e.Seq, id: e.ID, typ: e.Type, body: body})
+	}
+	return true
+}
+
 // rebuild reads a transcript (oldest first) into the conversation the
 // next Messages request continues. Tool uses carry their event ID as the
 // tool_use block's ID, so results (which name the event) pair with them.
 func rebuild(events []trove.SessionEvent) *conversation {
+	var t transcript
+	for _, e := range events {
+		var body map[string]any
+		_ = json.Unmarshal([]byte(e.Body), &body)
+		t.events = append(t.events, parsedEvent{seq: e.Seq, id: e.ID, typ: e.Type, body: body})
+	}
+	return t.conversation()
+}
+
+// conversation is rebuild over the held, parsed events. The bodies are
+// only read, never changed: the conversation's blocks may share them.
+func (t *transcript) conversation() *conversation {
 	c := &conversation{}
 	var assistant, user []anthropic.ContentBlockParamUnion
 	var uses []toolUse // of the current answer
@@ -85,11 +138,11 @@ func rebuild(events []trove.SessionEvent) *conversation {
 		}
 		user = nil
 	}
-	for _, e := range events {
-		c.lastSeq = e.Seq
-		var body map[string]any
-		_ = json.Unmarshal([]byte(e.Body), &body)
-		switch e.Type {
+	for i := range t.events {
+		e := &t.events[i]
+		c.lastSeq = e.seq
+		body := e.body
+		switch e.typ {
 		case trove.EventUserMessage:
 			if len(uses) == 0 {
 				flushAssistant()
@@ -113,13 +166,13 @@ func rebuild(events []trove.SessionEvent) *conversation {
 			if input == nil {
 				input = map[string]any{}
 			}
-			assistant = append(assistant, anthropic.NewToolUseBlock(e.ID, input, name))
+			assistant = append(assistant, anthropic.NewToolUseBlock(e.id, input, name))
 			perm, _ := body["evaluated_permission"].(string)
-			uses = append(uses, toolUse{eventID: e.ID, name: name, custom: e.Type == trove.EventAgentCustomToolUse, ask: perm == "ask"})
+			uses = append(uses, toolUse{eventID: e.id, name: name, custom: e.typ == trove.EventAgentCustomToolUse, ask: perm == "ask"})
 			c.needsModel = false
 		case "user.tool_result", trove.EventUserCustomToolResult:
 			id, _ := body["tool_use_id"].(string)
-			if e.Type == trove.EventUserCustomToolResult {
+			if e.typ == trove.EventUserCustomToolResult {
 				id, _ = body["custom_tool_use_id"].(string)
 			}
 			if !pending(uses, id) {
@@ -163,7 +216,7 @@ func rebuild(events []trove.SessionEvent) *conversation {
 			}
 			c.needsModel = false
 		case "span.model_request_start":
-			c.spanOpen = e.ID
+			c.spanOpen = e.id
 			c.turnRequests++
 		case "span.model_request_end":
 			c.spanOpen = ""
