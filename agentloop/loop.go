@@ -563,7 +563,7 @@ func (r *Runner) request(spec *Spec, c *conversation) anthropic.MessageNewParams
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(spec.Model),
 		MaxTokens: r.cfg.MaxTokens,
-		Messages:  c.msgs,
+		Messages:  c.requestMessages(),
 	}
 	if sys := SystemPrompt(spec.System, spec.Stores); sys != "" {
 		p.System = []anthropic.TextBlockParam{{Text: sys}}
