@@ -356,3 +356,32 @@ func TestToolsetResultsKeepTheRun(t *testing.T) {
 		})
 	}
 }
+
+// TestToolWaitGivesWayToOtherRuns: a run waiting for its worker's results
+// gives its worker back as soon as another run is woken while every
+// worker is busy: with one worker and a minute of ToolWait, a second
+// session's turn still runs at once, and both turns end.
+func TestToolWaitGivesWayToOtherRuns(t *testing.T) {
+	t.Parallel()
+	a := newEnvWith(t, func(c *agentloop.Config) { c.Workers, c.ToolWait = 1, time.Minute },
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{{Name: "read", Input: map[string]any{"file_path": "/x"}}}},
+		claudetest.Turn{Text: "Done."},
+	)
+	a.claude.AnswerByPosition() // each session's first request gets the tool use
+	se, _, err := a.svc.CreateSession(a.ctx, trove.CreateSessionParams{Agent: &trove.AgentRef{ID: a.session.Managed.AgentID}, EnvironmentID: a.session.Managed.EnvironmentID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := *a
+	b.session = se
+	hasUse := func(evs []trove.SessionEvent) bool { return last(evs, trove.EventAgentToolUse) != nil }
+	a.send(t, trove.EventUserMessage, `{"content":[{"type":"text","text":"a"}]}`)
+	useA := last(a.waitFor(t, "a's tool use", hasUse), trove.EventAgentToolUse)
+	// a's run now waits for its result, holding the only worker.
+	b.send(t, trove.EventUserMessage, `{"content":[{"type":"text","text":"b"}]}`)
+	useB := last(b.waitFor(t, "b's tool use while a waits", hasUse), trove.EventAgentToolUse)
+	a.send(t, "user.tool_result", `{"tool_use_id":"`+useA.ID+`","content":[{"type":"text","text":"A"}]}`)
+	a.waitFor(t, "a's end_turn", idleWith("end_turn"))
+	b.send(t, "user.tool_result", `{"tool_use_id":"`+useB.ID+`","content":[{"type":"text","text":"B"}]}`)
+	b.waitFor(t, "b's end_turn", idleWith("end_turn"))
+}
