@@ -55,7 +55,7 @@ func (t *transcript) lastSeq() int64 { return t.b.c.lastSeq }
 
 // add reads events that follow the held ones; false (nothing read) when
 // they do not follow them seq by seq, so the caller reads the transcript
-// again from the start.
+// again from the start (reset).
 func (t *transcript) add(events []trove.SessionEvent) bool {
 	next := t.lastSeq() + 1
 	for i, e := range events {
@@ -67,6 +67,15 @@ func (t *transcript) add(events []trove.SessionEvent) bool {
 		t.b.add(&events[i])
 	}
 	return true
+}
+
+// reset holds the whole transcript read again: events, oldest first, as
+// they are.
+func (t *transcript) reset(events []trove.SessionEvent) {
+	*t = transcript{}
+	for i := range events {
+		t.b.add(&events[i])
+	}
 }
 
 // conversation is the conversation of the events read so far.

@@ -331,11 +331,9 @@ func (r *Runner) work(ctx context.Context, sessionID string, wakeSeq *int64, log
 		spec, events, err := r.be.Load(ctx, sessionID, t.lastSeq())
 		if err == nil && !t.add(events) {
 			// Not the continuation of what is held (cannot happen with an
-			// append-only transcript): read it whole again.
-			t = transcript{}
-			spec, events, err = r.be.Load(ctx, sessionID, 0)
-			if err == nil && !t.add(events) {
-				err = fmt.Errorf("session %s: the transcript's seqs are not contiguous", sessionID)
+			// append-only transcript numbered from 1): read it whole again.
+			if spec, events, err = r.be.Load(ctx, sessionID, 0); err == nil {
+				t.reset(events)
 			}
 		}
 		if trove.ErrorCode(err) == trove.ENOTFOUND {
