@@ -75,6 +75,86 @@ func TestRebuild(t *testing.T) {
 	}
 }
 
+// TestTranscriptIncremental: a run's transcript fed event by event (the
+// request's final messages sent as JSON encoded once and kept) gives, at
+// every step, the conversation that reading the whole transcript again
+// gives: the same request messages, open uses and state.
+func TestTranscriptIncremental(t *testing.T) {
+	text := func(s string) string { return `{"content":[{"type":"text","text":"` + s + `"}]}` }
+	all := []trove.SessionEvent{
+		ev(1, "e1", "user.message", text("hi")),
+		ev(2, "e2", "span.model_request_start", `{}`),
+		ev(3, "e3", "agent.thinking", `{"thinking":"hmm","signature":"sig"}`),
+		ev(4, "e4", "agent.tool_use", `{"name":"read","input":{"file_path":"/a"}}`),
+		ev(5, "e5", "agent.custom_tool_use", `{"name":"lookup","input":{"q":"x"}}`),
+		ev(6, "e6", "span.model_request_end", `{"model_request_start_id":"e2"}`),
+		ev(7, "e7", "user.tool_result", `{"tool_use_id":"e4","content":[{"type":"text","text":"A"}]}`),
+		ev(8, "e8", "user.custom_tool_result", `{"custom_tool_use_id":"e5","content":[{"type":"text","text":"B"}]}`),
+		ev(9, "e9", "span.model_request_start", `{}`),
+		ev(10, "e10", "agent.message", text("done")),
+		ev(11, "e11", "span.model_request_end", `{"model_request_start_id":"e9"}`),
+		ev(12, "e12", "user.message", text("again")),
+		ev(13, "e13", "span.model_request_start", `{}`),
+		ev(14, "e14", "agent.tool_use", `{"name":"bash","input":{"command":"ls"}}`),
+		ev(15, "e15", "span.model_request_end", `{"model_request_start_id":"e13"}`),
+		ev(16, "e16", "user.interrupt", `{}`),
+		ev(17, "e17", "user.message", text("third")),
+		ev(18, "e18", "span.model_request_start", `{}`),
+		ev(19, "e19", "agent.message", text("ok")),
+		ev(20, "e20", "user.message", text("x")),
+		ev(21, "e21", "user.message", text("y")),
+		ev(22, "e22", "agent.tool_use", `{"name":"read","input":{}}`),
+		ev(23, "e23", "user.tool_confirmation", `{"tool_use_id":"e22","result":"deny"}`),
+		// An answer with no content: the next user turn merges into the
+		// user message before it, the one message that still changes.
+		ev(24, "e24", "user.message", text("p")),
+		ev(25, "e25", "agent.message", `{"content":[]}`),
+		ev(26, "e26", "user.message", text("q")),
+		ev(27, "e27", "agent.message", text("fine")),
+		ev(28, "e28", "user.message", text("r")),
+	}
+	norm := func(v any) any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out any
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	state := func(c *conversation) string {
+		var open []string
+		for _, u := range c.open {
+			open = append(open, u.eventID)
+		}
+		b, _ := json.Marshal([]any{open, c.needsModel, c.spanOpen, c.lastSeq, c.turnRequests})
+		return string(b)
+	}
+	var tr transcript
+	for k := range all {
+		t.Run(all[k].Type+"@"+all[k].ID, func(t *testing.T) {
+			if !tr.add(all[k : k+1]) {
+				t.Fatal("add refused the next event")
+			}
+			got := tr.conversation()
+			// Encode twice: the second request reuses the kept JSON.
+			_ = norm(got.requestMessages())
+			want := rebuild(all[:k+1])
+			if d := cmp.Diff(norm(want.msgs), norm(got.requestMessages())); d != "" {
+				t.Errorf("request messages (-fresh +incremental):\n%s", d)
+			}
+			if g, w := state(got), state(want); g != w {
+				t.Errorf("state %s, fresh %s", g, w)
+			}
+		})
+	}
+	if tr.add([]trove.SessionEvent{ev(30, "e30", "user.message", text("gap"))}) {
+		t.Error("add took an event that does not follow the held ones")
+	}
+}
+
 // TestMemoryNote: every store with its mount path, access and
 // instructions.
 func TestMemoryNote(t *testing.T) {

@@ -36,8 +36,8 @@ func (b *CoreBackend) SessionRunsWoken() <-chan struct{} { return b.svc.SessionR
 
 func (b *CoreBackend) TakeSessionRunWake() bool { return b.svc.TakeSessionRunWake() }
 
-func (b *CoreBackend) Load(ctx context.Context, sessionID string) (*Spec, []trove.SessionEvent, error) {
-	st, err := b.svc.LoadSessionRun(ctx, sessionID, true)
+func (b *CoreBackend) Load(ctx context.Context, sessionID string, afterSeq int64) (*Spec, []trove.SessionEvent, error) {
+	st, err := b.svc.LoadSessionRun(ctx, sessionID, max(afterSeq, 0))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,21 +45,25 @@ func (b *CoreBackend) Load(ctx context.Context, sessionID string) (*Spec, []trov
 }
 
 func (b *CoreBackend) Check(ctx context.Context, sessionID string) (*Spec, error) {
-	st, err := b.svc.LoadSessionRun(ctx, sessionID, false)
+	st, err := b.svc.LoadSessionRun(ctx, sessionID, -1)
 	if err != nil {
 		return nil, err
 	}
 	return specOf(st), nil
 }
 
-func (b *CoreBackend) Append(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) ([]trove.SessionEvent, error) {
+func (b *CoreBackend) Append(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) ([]trove.SessionEvent, int64, error) {
 	return b.svc.AppendSessionRunEvents(ctx, sessionID, owner, lease, afterSeq, events)
+}
+
+func (b *CoreBackend) Changed(sessionID string) <-chan struct{} {
+	return b.svc.SessionEventsChanged(sessionID)
 }
 
 // EnsureWork queues work for the session's environment unless it has live
 // work (core.EnqueueSessionWork is idempotent that way).
 func (b *CoreBackend) EnsureWork(ctx context.Context, sessionID string) error {
-	st, err := b.svc.LoadSessionRun(ctx, sessionID, false)
+	st, err := b.svc.LoadSessionRun(ctx, sessionID, -1)
 	if err != nil {
 		return err
 	}

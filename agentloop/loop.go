@@ -32,6 +32,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -79,16 +80,22 @@ type Backend interface {
 	// EnsureWork queues work for the session's environment (its worker
 	// runs the agent toolset) unless it has live work.
 	EnsureWork(ctx context.Context, sessionID string) error
-	// Load returns the session's spec and its whole transcript, oldest
-	// first.
-	Load(ctx context.Context, sessionID string) (*Spec, []trove.SessionEvent, error)
+	// Load returns the session's spec and its transcript's events after
+	// afterSeq (0: all of them), oldest first, read in one snapshot.
+	Load(ctx context.Context, sessionID string, afterSeq int64) (*Spec, []trove.SessionEvent, error)
 	// Check returns the session's spec without the transcript (the
 	// heartbeat's liveness check).
 	Check(ctx context.Context, sessionID string) (*Spec, error)
 	// Append appends the loop's events in one transaction, only while owner
 	// holds the run's lease (renewing it for lease) and the transcript's
-	// newest seq is afterSeq; ECONFLICT otherwise.
-	Append(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) ([]trove.SessionEvent, error)
+	// newest seq is afterSeq; ECONFLICT otherwise. wakeSeq is the run's
+	// wake sequence in that transaction (see
+	// core.Service.AppendSessionRunEvents): the one to release it with.
+	Append(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) (out []trove.SessionEvent, wakeSeq int64, err error)
+	// Changed returns a channel closed at the next commit this process
+	// makes or hears of on the session's transcript or row; a run waiting
+	// for the worker's tool results takes it before Load.
+	Changed(sessionID string) <-chan struct{}
 }
 
 // Session statuses (trove.SessionStatus values).
@@ -119,6 +126,14 @@ type Config struct {
 	// (default 1 s) how often an idle worker looks for runs other nodes
 	// woke.
 	Lease, Heartbeat, Poll time.Duration
+	// ToolWait (default 2 s; negative: none) is how long a run keeps its
+	// lease, waiting on this process's commits, for the results of the
+	// toolset tool uses it handed to the environment's worker, before it
+	// releases the run (to be claimed again when they arrive). Results
+	// within ToolWait then cost no release, no claim and no wake-up; a
+	// run gives up its wait early when every worker of this Runner is busy
+	// and another run was woken.
+	ToolWait time.Duration
 	// MaxTokens is max_tokens of each request (default DefaultMaxTokens).
 	MaxTokens int64
 	// MaxRequestsPerTurn bounds the model requests between two user
@@ -131,9 +146,10 @@ type Config struct {
 // Runner runs managed sessions' turns. Create it with New, start it with
 // Run.
 type Runner struct {
-	cfg Config
-	be  Backend
-	log *slog.Logger
+	cfg  Config
+	be   Backend
+	log  *slog.Logger
+	idle atomic.Int32 // Run's workers waiting for a run to claim
 }
 
 // MsgNoAPIKey is the session.error message of a turn on a server without
@@ -153,6 +169,9 @@ func New(cfg Config) *Runner {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
+	}
+	if cfg.ToolWait == 0 {
+		cfg.ToolWait = 2 * time.Second
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
@@ -199,6 +218,8 @@ func (r *Runner) Run(ctx context.Context) {
 // wait returns when this process woke a run, after Poll, or when ctx
 // ends.
 func (r *Runner) wait(ctx context.Context) {
+	r.idle.Add(1)
+	defer r.idle.Add(-1)
 	t := time.NewTimer(r.cfg.Poll)
 	defer t.Stop()
 	for {
@@ -235,7 +256,8 @@ func (r *Runner) RunOnce(ctx context.Context) (ran bool, err error) {
 	defer cancel(nil)
 	var hb sync.WaitGroup
 	hb.Go(func() { r.heartbeat(rctx, cancel, run.SessionID) })
-	done, err := r.work(rctx, run.SessionID, log)
+	wakeSeq := run.WakeSeq // advanced by each append of the run
+	done, err := r.work(rctx, run.SessionID, &wakeSeq, log)
 	cancel(nil)
 	hb.Wait()
 	switch cause := context.Cause(rctx); {
@@ -251,7 +273,7 @@ func (r *Runner) RunOnce(ctx context.Context) (ran bool, err error) {
 		log.Error("session run failed; it will be retried", "err", err)
 		done = false
 	}
-	if rerr := r.be.ReleaseSessionRun(context.WithoutCancel(ctx), run.SessionID, r.cfg.Owner, run.WakeSeq, done); rerr != nil && trove.ErrorCode(rerr) != trove.ECONFLICT {
+	if rerr := r.be.ReleaseSessionRun(context.WithoutCancel(ctx), run.SessionID, r.cfg.Owner, wakeSeq, done); rerr != nil && trove.ErrorCode(rerr) != trove.ECONFLICT {
 		return true, rerr
 	}
 	if err != nil {
@@ -292,14 +314,28 @@ func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 }
 
 // work advances the session until it waits for others; done reports that
-// nothing is left to do until the next wake.
-func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (done bool, err error) {
+// nothing is left to do until the next wake. Each successful append sets
+// *wakeSeq to the run's wake sequence it saw.
+//
+// The transcript is read whole once per claim and kept parsed; each later
+// step reads only the events appended since.
+func (r *Runner) work(ctx context.Context, sessionID string, wakeSeq *int64, log *slog.Logger) (done bool, err error) {
 	ensured := false // EnsureWork once per claim
+	var t transcript
+	var toolWait time.Time // when the wait for the worker's tool results gives up
 	for step := 0; ; step++ {
 		if ctx.Err() != nil {
 			return false, nil
 		}
-		spec, events, err := r.be.Load(ctx, sessionID)
+		changed := r.be.Changed(sessionID)
+		spec, events, err := r.be.Load(ctx, sessionID, t.lastSeq())
+		if err == nil && !t.add(events) {
+			// Not the continuation of what is held (cannot happen with an
+			// append-only transcript numbered from 1): read it whole again.
+			if spec, events, err = r.be.Load(ctx, sessionID, 0); err == nil {
+				t.reset(events)
+			}
+		}
 		if trove.ErrorCode(err) == trove.ENOTFOUND {
 			return true, nil
 		}
@@ -309,13 +345,17 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 		if spec.Ended {
 			return true, nil
 		}
-		c := rebuild(events)
+		c := t.conversation()
 		app := func(evs ...trove.NewSessionEvent) ([]trove.SessionEvent, error) {
-			out, err := r.be.Append(ctx, sessionID, r.cfg.Owner, r.cfg.Lease, c.lastSeq, evs)
+			out, ws, err := r.be.Append(ctx, sessionID, r.cfg.Owner, r.cfg.Lease, c.lastSeq, evs)
 			if err == nil && len(out) > 0 {
 				c.lastSeq = out[len(out)-1].Seq
+				*wakeSeq = ws
 			}
 			return out, err
+		}
+		if len(c.open) == 0 {
+			toolWait = time.Time{}
 		}
 		switch {
 		case len(c.open) > 0:
@@ -346,7 +386,18 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 				}
 				return err == nil, err
 			}
-			return true, nil
+			if client || r.cfg.ToolWait < 0 {
+				return true, nil
+			}
+			// Only the worker's tools are open: keep the run while it runs
+			// them, so that their results continue it at once.
+			if toolWait.IsZero() {
+				toolWait = time.Now().Add(r.cfg.ToolWait)
+			}
+			if !r.awaitResults(ctx, changed, toolWait) {
+				return true, nil
+			}
+			continue
 		case !c.needsModel:
 			var evs []trove.NewSessionEvent
 			if c.spanOpen != "" {
@@ -383,19 +434,19 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 		if spanID == "" {
 			pre = append(pre, event("span.model_request_start", map[string]any{}))
 		}
-		if len(pre) > 0 {
-			out, err := app(pre...)
-			if trove.ErrorCode(err) == trove.ECONFLICT {
-				continue
-			}
-			if err != nil {
-				return false, err
-			}
-			if spanID == "" {
-				spanID = out[len(out)-1].ID
-			}
-		}
 		if r.cfg.Claude == nil {
+			if len(pre) > 0 {
+				out, err := app(pre...)
+				if trove.ErrorCode(err) == trove.ECONFLICT {
+					continue
+				}
+				if err != nil {
+					return false, err
+				}
+				if spanID == "" {
+					spanID = out[len(out)-1].ID
+				}
+			}
 			_, err := app(
 				event("span.model_request_end", map[string]any{"model_request_start_id": spanID, "is_error": true, "model_usage": usageBody(anthropic.Usage{})}),
 				event("session.error", errorBody("model_request_failed_error", MsgNoAPIKey)),
@@ -405,7 +456,42 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 			}
 			return err == nil, err
 		}
-		msg, err := r.cfg.Claude.Messages.New(ctx, r.request(spec, c))
+		// The request goes out while its span's start is being stored, not
+		// after: the answer is stored only once the start is (its append
+		// expects the transcript with it), and a start refused (new input,
+		// a lost lease) cancels the request and reads again. A crash before
+		// the start is stored leaves no trace of the request: the next
+		// runner asks again, as for any answer that was not stored.
+		mctx, cancelReq := context.WithCancel(ctx)
+		var preOut []trove.SessionEvent
+		var preWake int64
+		var preErr error
+		var preWG sync.WaitGroup
+		if len(pre) > 0 {
+			after := c.lastSeq
+			preWG.Go(func() {
+				preOut, preWake, preErr = r.be.Append(ctx, sessionID, r.cfg.Owner, r.cfg.Lease, after, pre)
+				if preErr != nil {
+					cancelReq()
+				}
+			})
+		}
+		msg, err := r.cfg.Claude.Messages.New(mctx, r.request(spec, c))
+		preWG.Wait()
+		cancelReq()
+		if len(pre) > 0 {
+			if trove.ErrorCode(preErr) == trove.ECONFLICT {
+				continue
+			}
+			if preErr != nil {
+				return false, preErr
+			}
+			c.lastSeq = preOut[len(preOut)-1].Seq
+			*wakeSeq = preWake
+			if spanID == "" {
+				spanID = preOut[len(preOut)-1].ID
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, nil
@@ -433,12 +519,49 @@ func (r *Runner) work(ctx context.Context, sessionID string, log *slog.Logger) (
 	}
 }
 
+// awaitResults waits, holding the run, for the session to change (changed
+// closed: the worker's results, most likely) until until; false when the
+// run should be released instead: the time is up, or every worker of Run
+// is busy and another run was woken. ctx's end returns true (work then
+// sees it).
+func (r *Runner) awaitResults(ctx context.Context, changed <-chan struct{}, until time.Time) bool {
+	d := time.Until(until)
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		var others <-chan struct{}
+		if r.idle.Load() == 0 {
+			others = r.be.SessionRunsWoken()
+		}
+		select {
+		case <-changed:
+			return true
+		case <-ctx.Done():
+			return true
+		case <-t.C:
+			return false
+		case <-others:
+			select {
+			case <-changed:
+				return true
+			default:
+			}
+			if r.be.TakeSessionRunWake() {
+				return false
+			}
+		}
+	}
+}
+
 // request builds the Messages request of a turn.
 func (r *Runner) request(spec *Spec, c *conversation) anthropic.MessageNewParams {
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(spec.Model),
 		MaxTokens: r.cfg.MaxTokens,
-		Messages:  c.msgs,
+		Messages:  c.requestMessages(),
 	}
 	if sys := SystemPrompt(spec.System, spec.Stores); sys != "" {
 		p.System = []anthropic.TextBlockParam{{Text: sys}}

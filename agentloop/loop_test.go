@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,12 @@ type env struct {
 // "lookup", a self-hosted environment, a store attached read_write with
 // instructions) over SQLite, with a runner whose model answers turns.
 func newEnv(t *testing.T, turns ...claudetest.Turn) *env {
+	t.Helper()
+	return newEnvWith(t, nil, turns...)
+}
+
+// newEnvWith is newEnv with the runner's Config changed by config first.
+func newEnvWith(t *testing.T, config func(*agentloop.Config), turns ...claudetest.Turn) *env {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
 	if err != nil {
@@ -75,7 +82,11 @@ func newEnv(t *testing.T, turns ...claudetest.Turn) *env {
 	e.session = se
 	e.claude = claudetest.New(t, turns...)
 	c := anthropic.NewClient(option.WithBaseURL(e.claude.URL), option.WithAPIKey("sk-ant-test"), option.WithMaxRetries(0))
-	r := agentloop.New(agentloop.Config{Backend: be, Claude: &c, Heartbeat: 50 * time.Millisecond, Lease: 2 * time.Second, Poll: 50 * time.Millisecond, Workers: 2})
+	cfg := agentloop.Config{Backend: be, Claude: &c, Heartbeat: 50 * time.Millisecond, Lease: 2 * time.Second, Poll: 50 * time.Millisecond, Workers: 2}
+	if config != nil {
+		config(&cfg)
+	}
+	r := agentloop.New(cfg)
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(rctx) }()
@@ -259,4 +270,118 @@ func TestModelError(t *testing.T) {
 	if er := last(evs, "session.error"); er == nil || !strings.Contains(er.Body, "model_request_failed_error") {
 		t.Errorf("transcript %s: no session.error", types(evs))
 	}
+}
+
+// countingBackend counts the runs a runner claimed and tells of each
+// release.
+type countingBackend struct {
+	agentloop.Backend
+	claims   atomic.Int64
+	released chan struct{} // one value per release, dropped when full
+}
+
+func (b *countingBackend) ReleaseSessionRun(ctx context.Context, sessionID, owner string, wakeSeq int64, done bool) error {
+	err := b.Backend.ReleaseSessionRun(ctx, sessionID, owner, wakeSeq, done)
+	select {
+	case b.released <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+func (b *countingBackend) ClaimSessionRun(ctx context.Context, owner string, lease time.Duration) (*core.SessionRun, error) {
+	run, err := b.Backend.ClaimSessionRun(ctx, owner, lease)
+	if run != nil {
+		b.claims.Add(1)
+	}
+	return run, err
+}
+
+// TestToolsetResultsKeepTheRun: while the environment's worker runs a
+// toolset tool, the run keeps its lease (Config.ToolWait), so its result
+// continues the turn with no second claim; with ToolWait < 0 the run is
+// released and claimed again for the result. Either way the turn ends
+// with the answer stored once and the run no longer pending (released
+// with the wake of the result it answered, not claimed again).
+func TestToolsetResultsKeepTheRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		toolWait time.Duration
+		claims   int64
+	}{
+		{"kept while the worker runs the tool", time.Minute, 1},
+		{"released without ToolWait", -1, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var cb *countingBackend
+			e := newEnvWith(t, func(c *agentloop.Config) {
+				cb = &countingBackend{Backend: c.Backend, released: make(chan struct{}, 1)}
+				c.Backend, c.ToolWait = cb, tc.toolWait
+			},
+				claudetest.Turn{ToolUses: []claudetest.ToolUse{{Name: "read", Input: map[string]any{"file_path": "/mnt/memory/notes/seed.md"}}}},
+				claudetest.Turn{Text: "Green."},
+			)
+			e.send(t, trove.EventUserMessage, `{"content":[{"type":"text","text":"What colour is the sky?"}]}`)
+			evs := e.waitFor(t, "agent.tool_use", func(evs []trove.SessionEvent) bool { return last(evs, trove.EventAgentToolUse) != nil })
+			use := last(evs, trove.EventAgentToolUse)
+			if tc.toolWait < 0 {
+				// The result comes after the release (else the runner may
+				// still read it in the same claim).
+				select {
+				case <-cb.released:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the run was not released after the tool use")
+				}
+			}
+			e.send(t, "user.tool_result", `{"tool_use_id":"`+use.ID+`","content":[{"type":"text","text":"the sky is green"}]}`)
+			evs = e.waitFor(t, "end_turn", idleWith("end_turn"))
+			count := map[string]int{}
+			for _, ev := range evs {
+				count[ev.Type]++
+			}
+			if count[trove.EventAgentToolUse] != 1 || count[trove.EventAgentMessage] != 1 || count["span.model_request_start"] != 2 || len(e.claude.Requests()) != 2 {
+				t.Errorf("transcript %s with %d model requests; want one tool use, one message, two requests", types(evs), len(e.claude.Requests()))
+			}
+			if got := cb.claims.Load(); got != tc.claims {
+				t.Errorf("the runner claimed the run %d times, want %d", got, tc.claims)
+			}
+			// The run is not pending any more: nothing is left to claim.
+			run, err := e.svc.ClaimSessionRun(context.Background(), "probe", time.Minute)
+			if err != nil || run != nil {
+				t.Errorf("ClaimSessionRun after the turn = %+v, %v; want none pending", run, err)
+			}
+		})
+	}
+}
+
+// TestToolWaitGivesWayToOtherRuns: a run waiting for its worker's results
+// gives its worker back as soon as another run is woken while every
+// worker is busy: with one worker and a minute of ToolWait, a second
+// session's turn still runs at once, and both turns end.
+func TestToolWaitGivesWayToOtherRuns(t *testing.T) {
+	t.Parallel()
+	a := newEnvWith(t, func(c *agentloop.Config) { c.Workers, c.ToolWait = 1, time.Minute },
+		claudetest.Turn{ToolUses: []claudetest.ToolUse{{Name: "read", Input: map[string]any{"file_path": "/x"}}}},
+		claudetest.Turn{Text: "Done."},
+	)
+	a.claude.AnswerByPosition() // each session's first request gets the tool use
+	se, _, err := a.svc.CreateSession(a.ctx, trove.CreateSessionParams{Agent: &trove.AgentRef{ID: a.session.Managed.AgentID}, EnvironmentID: a.session.Managed.EnvironmentID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := *a
+	b.session = se
+	hasUse := func(evs []trove.SessionEvent) bool { return last(evs, trove.EventAgentToolUse) != nil }
+	a.send(t, trove.EventUserMessage, `{"content":[{"type":"text","text":"a"}]}`)
+	useA := last(a.waitFor(t, "a's tool use", hasUse), trove.EventAgentToolUse)
+	// a's run now waits for its result, holding the only worker.
+	b.send(t, trove.EventUserMessage, `{"content":[{"type":"text","text":"b"}]}`)
+	useB := last(b.waitFor(t, "b's tool use while a waits", hasUse), trove.EventAgentToolUse)
+	a.send(t, "user.tool_result", `{"tool_use_id":"`+useA.ID+`","content":[{"type":"text","text":"A"}]}`)
+	a.waitFor(t, "a's end_turn", idleWith("end_turn"))
+	b.send(t, "user.tool_result", `{"tool_use_id":"`+useB.ID+`","content":[{"type":"text","text":"B"}]}`)
+	b.waitFor(t, "b's end_turn", idleWith("end_turn"))
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -20,8 +21,11 @@ const notifiedEventPoll = 30 * time.Second
 // trove.EventWaiter). An append through this Service wakes it as soon as it
 // commits; a commit by another node of a driver that is a
 // storage.EventNotifier, at its notification; any other commit at the next
-// poll (Options.ChangePoll). A waiter costs one channel in a map while it
-// waits: no goroutine and no database read until something happens.
+// poll (Options.ChangePoll; with a notifier, only every 30 s as a safety
+// net). A waiter costs one channel in a map while it waits: no goroutine
+// and no database read until something happens. Each poll is jittered by
+// ±25 %, so that many waiters that started together (a thousand streams
+// opened at once) do not all read at the same instant.
 // ENOTFOUND once the session is deleted.
 func (s *Service) WaitEvents(ctx context.Context, sessionID string, after int64) (int64, error) {
 	pr, err := principal(ctx)
@@ -66,10 +70,10 @@ func (s *Service) WaitEvents(ctx context.Context, sessionID string, after int64)
 			return head, nil
 		}
 		if timer == nil {
-			timer = time.NewTimer(s.eventPoll)
+			timer = time.NewTimer(jitter(s.eventPoll))
 			defer timer.Stop()
 		} else {
-			timer.Reset(s.eventPoll)
+			timer.Reset(jitter(s.eventPoll))
 		}
 		select {
 		case <-wake:
@@ -78,4 +82,9 @@ func (s *Service) WaitEvents(ctx context.Context, sessionID string, after int64)
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// jitter returns d ± 25 %, at random.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
 }

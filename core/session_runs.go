@@ -140,9 +140,12 @@ type SessionRunState struct {
 }
 
 // LoadSessionRun reads a managed session for its runner, in one snapshot:
-// no principal (an operator function, like ClaimDream). ENOTFOUND for an
-// unknown or agent-less session.
-func (s *Service) LoadSessionRun(ctx context.Context, sessionID string, withEvents bool) (*SessionRunState, error) {
+// no principal (an operator function, like ClaimDream). With eventsAfter
+// >= 0 it also reads the transcript's events after that seq, oldest first
+// (0: the whole transcript; a runner that holds the transcript up to some
+// seq reads only what was appended since); with eventsAfter < 0, none.
+// ENOTFOUND for an unknown or agent-less session.
+func (s *Service) LoadSessionRun(ctx context.Context, sessionID string, eventsAfter int64) (*SessionRunState, error) {
 	var st SessionRunState
 	err := s.read(ctx, "LoadSessionRun", func(tx storage.Tx) error {
 		se, err := tx.SessionGet(ctx, "", sessionID)
@@ -164,11 +167,11 @@ func (s *Service) LoadSessionRun(ctx context.Context, sessionID string, withEven
 			i := slices.IndexFunc(keys, func(k trove.APIKey) bool { return k.ID == id })
 			st.CreatorRevoked = i < 0 || keys[i].RevokedAt != nil
 		}
-		if !withEvents {
+		if eventsAfter < 0 {
 			return nil
 		}
 		st.Events = st.Events[:0]
-		for after := int64(0); ; {
+		for after := eventsAfter; ; {
 			page, err := tx.EventList(ctx, storage.EventListParams{SessionID: sessionID, AfterSeq: after, Limit: 1000})
 			if err != nil {
 				return err
@@ -192,9 +195,17 @@ func (s *Service) LoadSessionRun(ctx context.Context, sessionID string, withEven
 // is appended. This is what makes a model's answer stored at most once per
 // turn: a runner that lost its lease, or whose transcript moved on (new
 // input), stores nothing.
-func (s *Service) AppendSessionRunEvents(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) ([]trove.SessionEvent, error) {
-	return s.AppendAgentEvents(ctx, sessionID, events, AgentEventsOptions{Guard: func(ctx context.Context, tx storage.Tx, se *trove.Session) error {
-		if _, err := tx.JobRenew(ctx, JobSessionRun, sessionID, owner, s.now().Add(lease)); err != nil {
+//
+// wakeSeq is the run's wake sequence read in the same transaction. Input
+// wakes the run in the transaction that appends it, so every wake it
+// counts was for input at or before afterSeq: a runner that has read the
+// transcript up to afterSeq and acts on it may release the run with this
+// wakeSeq (ReleaseSessionRun), and the run then stays pending only for
+// input appended later.
+func (s *Service) AppendSessionRunEvents(ctx context.Context, sessionID, owner string, lease time.Duration, afterSeq int64, events []trove.NewSessionEvent) (out []trove.SessionEvent, wakeSeq int64, err error) {
+	out, err = s.AppendAgentEvents(ctx, sessionID, events, AgentEventsOptions{Guard: func(ctx context.Context, tx storage.Tx, se *trove.Session) error {
+		j, err := tx.JobRenew(ctx, JobSessionRun, sessionID, owner, s.now().Add(lease))
+		if err != nil {
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
 				return trove.Errorf(trove.ECONFLICT, "the run of session %s is not held by this runner", sessionID)
 			}
@@ -207,6 +218,20 @@ func (s *Service) AppendSessionRunEvents(ctx context.Context, sessionID, owner s
 		if int64(n) != afterSeq {
 			return trove.Errorf(trove.ECONFLICT, "session %s's transcript has %d events, not %d: new input arrived", sessionID, n, afterSeq)
 		}
+		wakeSeq = j.WakeSeq
 		return nil
 	}})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, wakeSeq, nil
+}
+
+// SessionEventsChanged returns a channel closed at the next commit that
+// this Service makes, or that the driver reports (storage.EventNotifier),
+// on the session's transcript or row: a runner waiting for a worker's
+// tool results takes it before reading the transcript, so a result
+// committed between the read and the wait still wakes it.
+func (s *Service) SessionEventsChanged(sessionID string) <-chan struct{} {
+	return s.events.wait(sessionID)
 }

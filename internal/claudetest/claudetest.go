@@ -53,7 +53,8 @@ type Request struct {
 	System   string
 	Messages []json.RawMessage
 	Tools    []string
-	// At is when the request arrived, Done when its answer was written.
+	// At is when the request arrived (its handler started, before the body
+	// is read and decoded), Done when its answer was written.
 	At, Done time.Time
 }
 
@@ -117,6 +118,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"scripted server: only POST /v1/messages"}}`, http.StatusNotFound)
 		return
 	}
+	at := time.Now() // the request's arrival: before its body is read and decoded
 	body, _ := io.ReadAll(r.Body)
 	var req struct {
 		Model  string `json:"model"`
@@ -136,7 +138,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		key = a
 	}
-	rec := Request{APIKey: key, Model: req.Model, Messages: req.Messages, At: time.Now()}
+	rec := Request{APIKey: key, Model: req.Model, Messages: req.Messages, At: at}
 	for _, b := range req.System {
 		rec.System += b.Text
 	}

@@ -43,6 +43,7 @@ func (t *tx) EventInsert(ctx context.Context, events []trove.SessionEvent) error
 			len(e.Body), e.SessionID); err != nil {
 			return err
 		}
+		t.touchSession(e.SessionID)
 	}
 	return nil
 }

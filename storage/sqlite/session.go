@@ -223,6 +223,7 @@ func (t *tx) SessionList(ctx context.Context, p storage.SessionListParams) ([]tr
 // SessionEnd sets ended_at if it is not set yet (ending twice keeps the
 // first time); ENOTFOUND for an unknown session.
 func (t *tx) SessionEnd(ctx context.Context, id string, at time.Time) error {
+	t.touchSession(id)
 	return t.execOne(ctx, "session", id,
 		`UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE id = ?`, micros(at), id)
 }
@@ -240,6 +241,7 @@ func (t *tx) SessionUpdate(ctx context.Context, s *trove.Session) error {
 		return err
 	}
 	m := managedCols(s.Managed)
+	t.touchSession(s.ID)
 	return t.execOne(ctx, "session", s.ID, `UPDATE sessions SET title = ?, metadata = ?, status = ?, updated_at = ?,
 		ended_at = ?, archived_at = ?, usage_input_tokens = ?, usage_output_tokens = ?, usage_cache_read_tokens = ?,
 		usage_cache_creation_tokens = ?, active_micros = ?, running_since = ? WHERE id = ?`,
@@ -250,5 +252,6 @@ func (t *tx) SessionUpdate(ctx context.Context, s *trove.Session) error {
 // SessionDelete deletes a session; its attachments and events go with it
 // (ON DELETE CASCADE).
 func (t *tx) SessionDelete(ctx context.Context, id string) error {
+	t.touchSession(id)
 	return t.execOne(ctx, "session", id, `DELETE FROM sessions WHERE id = ?`, id)
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// Logger receives panics recovered from Write functions and other
 	// internal detail; nil means slog.Default().
 	Logger *slog.Logger
+	// NotifyPoll is how often a DB with NotifyEvents callbacks checks for
+	// commits made by other connections to the file; 0 means
+	// DefaultNotifyPoll.
+	NotifyPoll time.Duration
 }
 
 // DB is an open SQLite database. It implements storage.Driver and
@@ -93,6 +97,10 @@ type DB struct {
 	// lastFailed is set when a fn of the last group failed (committer
 	// only); see runBatch.
 	lastFailed bool
+
+	// notify delivers NotifyEvents' callbacks (notify.go).
+	notify     notifier
+	notifyPoll time.Duration
 
 	// Counters for tests and metrics.
 	batches atomic.Int64
@@ -138,6 +146,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		reqs:   make(chan *writeReq, 1024),
 		stores: newStoreCache(),
 		done:   make(chan struct{}),
+		notify: notifier{quit: make(chan struct{}), done: make(chan struct{}), touched: map[string]struct{}{}},
+
+		notifyPoll: opts.NotifyPoll,
+	}
+	if db.notifyPoll <= 0 {
+		db.notifyPoll = DefaultNotifyPoll
 	}
 	if db.log == nil {
 		db.log = slog.Default()
@@ -438,6 +452,13 @@ func (db *DB) submit(ctx context.Context, req *writeReq) error {
 func (db *DB) Close() error {
 	var err error
 	db.close.Do(func() {
+		db.notify.mu.Lock()
+		close(db.notify.quit)
+		started := db.notify.started
+		db.notify.mu.Unlock()
+		if started {
+			<-db.notify.done
+		}
 		db.mu.Lock()
 		db.closed = true
 		close(db.reqs)
@@ -496,6 +517,7 @@ func (db *DB) commitLoop() {
 			}
 		}
 		db.runBatch(batch)
+		db.deliverTouched()
 		clear(batch)
 		if raw != nil {
 			db.runRaw(raw)
@@ -554,7 +576,7 @@ func (db *DB) runDirect(batch []*writeReq) (done bool) {
 			r.err = ctxError(err)
 			continue
 		}
-		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, stores: db.stores}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, stores: db.stores, touched: db.notify.touched}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err == nil {
@@ -625,7 +647,7 @@ func (db *DB) runSavepoints(batch []*writeReq) (fnFailed bool) {
 			db.abort(batch, translate(err))
 			return fnFailed
 		}
-		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, stores: db.stores}
+		t := &tx{q: c, stmts: db.wstmts, ctxOf: context.WithoutCancel, stores: db.stores, touched: db.notify.touched}
 		r.err = db.call(r.fn, t)
 		t.end()
 		if r.err != nil {

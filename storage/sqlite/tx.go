@@ -31,6 +31,9 @@ type tx struct {
 	// stores, set in Writes only, is the committer's cache of the stores
 	// StoreLock read in the current group; nil in Reads.
 	stores *storeCache
+	// touched, set in Writes only, collects the sessions the current
+	// group changed, for NotifyEvents (notify.go); nil in Reads.
+	touched map[string]struct{}
 }
 
 var _ storage.Tx = (*tx)(nil)
