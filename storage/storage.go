@@ -365,7 +365,7 @@ type MemorySearchHit struct {
 type Job struct {
 	Kind, Key      string
 	Pending        bool
-	WakeSeq        int64 // grows at every JobWake
+	WakeSeq        int64      // grows at every JobWake
 	LeaseOwner     string     // "" when free (or deferred)
 	LeaseExpiresAt *time.Time // the lease's end, or a deferred job's first claim
 	Attempts       int64

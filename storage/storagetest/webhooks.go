@@ -218,7 +218,9 @@ func testJobDefer(t *testing.T, d storage.Driver) {
 	}
 	err := d.Write(ctx, func(tx storage.Tx) error { return tx.JobDefer(ctx, "defer_run", "k", "n2", secs(100)) })
 	wantCode(t, "defer by a non-owner", err, trove.ECONFLICT)
-	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobDefer(ctx, "defer_run", "k", "n1", secs(100)) })
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		return tx.JobDefer(ctx, "defer_run", "k", "n1", secs(100))
+	})
 	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobWake(ctx, "defer_run", "k", secs(2)) })
 	if _, err := claim(50); trove.ErrorCode(err) != trove.ENOTFOUND {
 		t.Fatalf("claim of a deferred job before its time: %v, want ENOTFOUND", err)
