@@ -2,6 +2,7 @@ package trove
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -201,4 +202,44 @@ type WebhookService interface {
 	// ListWebhookDeliveries is the endpoint's delivery log, newest first
 	// (Trove's extension).
 	ListWebhookDeliveries(ctx context.Context, id string, p ListDeliveriesParams) (*Page[WebhookDelivery], error)
+}
+
+// nonPublic are the address ranges, beyond those netip classifies, that a
+// webhook may not reach unless the server allows private addresses:
+// "this network", shared address space (carrier-grade NAT), IETF protocol
+// assignments, benchmarking, reserved, NAT64 and 6to4 (which embed an IPv4
+// address), and documentation ranges.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("100::/64"),
+}
+
+// IsPrivateAddress reports whether a webhook delivery to a is refused
+// unless the server allows private addresses: loopback, private,
+// link-local, multicast, unspecified, and the other non-public ranges
+// (nonPublic). An IPv4-mapped IPv6 address is judged as its IPv4 address.
+// The one rule for the URL check (core) and the sender's dialer (webhook).
+func IsPrivateAddress(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return true
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
