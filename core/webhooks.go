@@ -583,9 +583,8 @@ func (s *Service) ReleaseWebhook(ctx context.Context, c *WebhookClaim) error {
 
 // WebhookAttempt is the outcome of one attempt.
 type WebhookAttempt struct {
-	At     time.Time // when it was made
-	Status int       // the HTTP status; 0 when none came back
-	Err    string    // why it failed ("" for a 2xx answer); never holds a secret
+	Status int    // the HTTP status; 0 when none came back
+	Err    string // why it failed ("" for a 2xx answer); never holds a secret
 }
 
 // RecordWebhookAttempt records the outcome of an attempt at d (as
@@ -597,7 +596,7 @@ func (s *Service) RecordWebhookAttempt(ctx context.Context, d *trove.WebhookDeli
 	next := *d
 	next.Payload = nil
 	next.Attempts++
-	at := a.At.UTC().Truncate(time.Microsecond)
+	at := s.now() // the attempt's end, by the clock of every stored time
 	next.LastAttemptAt = &at
 	next.LastStatus = a.Status
 	next.LastError = a.Err

@@ -91,8 +91,8 @@ type Config struct {
 	// link-local addresses (trove.IsPrivateAddress): tests, a private
 	// network. AllowHTTP lets it send to http:// URLs.
 	AllowPrivate, AllowHTTP bool
-	// Now is the clock of webhook-timestamp and of attempt times (default
-	// time.Now).
+	// Now is the clock of webhook-timestamp (default time.Now); receivers
+	// refuse a timestamp far from their own clock. Stored times are core's.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -274,7 +274,7 @@ const maxErrorBytes = 512
 // failed without the URL (whose query may hold a token) or any secret.
 func (s *Sender) Attempt(ctx context.Context, send *core.WebhookSend) core.WebhookAttempt {
 	now := s.cfg.Now()
-	a := core.WebhookAttempt{At: now}
+	var a core.WebhookAttempt
 	fail := func(msg string) core.WebhookAttempt {
 		if len(msg) > maxErrorBytes {
 			msg = msg[:maxErrorBytes]
