@@ -545,6 +545,9 @@ func (s *Service) NextWebhookSend(ctx context.Context, c *WebhookClaim, lease ti
 		out = nil
 		now := s.now()
 		if _, err := tx.JobRenew(ctx, webhookJobKind, c.WebhookID, c.Owner, now.Add(lease)); err != nil {
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				return nil // the endpoint was deleted (with its job) meanwhile
+			}
 			return err
 		}
 		w, secret, err := tx.WebhookGet(ctx, "", c.WebhookID)

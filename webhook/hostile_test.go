@@ -169,3 +169,38 @@ func TestDeleteAndRekey(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteMidAttempt: an endpoint deleted while an attempt is in flight
+// ends its sender's claim quietly, and nothing more is sent to it.
+func TestDeleteMidAttempt(t *testing.T) {
+	t.Parallel()
+	drivers(t, func(t *testing.T, e *env) {
+		r := newReceiver(t)
+		h := e.hook(r, trove.HookMemoryStoreCreated)
+		for range 2 {
+			if _, err := e.svc.CreateStore(e.ctx, trove.CreateStoreParams{Name: "a"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release, held := make(chan struct{}), make(chan string, 1)
+		r.set(func(r *receiver) { r.hold, r.held = release, held })
+		s := newSender(e.svc, "n1")
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.RunOnce(context.Background())
+			done <- err
+		}()
+		<-held
+		if err := e.svc.DeleteWebhook(e.ctx, h.ID); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("the sender's claim ended with %v", err)
+		}
+		drain(t, s)
+		if r.posts != 1 {
+			t.Errorf("%d posts; want only the one in flight at the delete", r.posts)
+		}
+	})
+}

@@ -261,7 +261,7 @@ func (s *Sender) RunOnce(ctx context.Context) (ran bool, err error) {
 func (s *Sender) release(c *core.WebhookClaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.be.ReleaseWebhook(ctx, c); err != nil && trove.ErrorCode(err) != trove.ECONFLICT {
+	if err := s.be.ReleaseWebhook(ctx, c); err != nil && trove.ErrorCode(err) != trove.ECONFLICT && trove.ErrorCode(err) != trove.ENOTFOUND {
 		s.log.Warn("webhook sender: release failed; the lease will expire", "webhook_id", c.WebhookID, "err", err)
 	}
 }
