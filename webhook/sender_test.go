@@ -478,3 +478,70 @@ func TestSenderDiesMidDelivery(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentAndEnvironmentEvents: agents' and environments' changes are
+// the SDK's agent.* and environment.* events, verified and typed by the
+// SDK, in order; a no-op update sends nothing.
+func TestAgentAndEnvironmentEvents(t *testing.T) {
+	t.Parallel()
+	drivers(t, func(t *testing.T, e *env) {
+		r := newReceiver(t)
+		e.hook(r, "agent.created", "agent.updated", "agent.archived", "environment.created", "environment.updated", "environment.archived", "environment.deleted")
+		a, err := e.svc.CreateAgent(e.ctx, trove.CreateAgentParams{Name: "a", Model: trove.AgentModelParams{ID: "claude-sonnet-4-6"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := "be brief"
+		if _, err := e.svc.UpdateAgent(e.ctx, a.ID, trove.UpdateAgentParams{System: &sys}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.UpdateAgent(e.ctx, a.ID, trove.UpdateAgentParams{System: &sys}); err != nil { // no change
+			t.Fatal(err)
+		}
+		if _, err := e.svc.ArchiveAgent(e.ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		en, err := e.svc.CreateEnvironment(e.ctx, trove.CreateEnvironmentParams{Name: "laptop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "desk"
+		if _, err := e.svc.UpdateEnvironment(e.ctx, en.ID, trove.UpdateEnvironmentParams{Name: &name}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.ArchiveEnvironment(e.ctx, en.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.DeleteEnvironment(e.ctx, en.ID); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, newSender(e.svc, "n1"))
+		want := []string{"agent.created", "agent.updated", "agent.archived", "environment.created", "environment.updated", "environment.archived", "environment.deleted"}
+		if diff := cmp.Diff(want, r.types()); diff != "" {
+			t.Fatalf("events (-want +got):\n%s", diff)
+		}
+		for i, id := range r.ids {
+			ev := r.events[id]
+			var got string
+			switch v := ev.Data.AsAny().(type) {
+			case anthropic.BetaWebhookAgentCreatedEventData:
+				got = v.ID
+			case anthropic.BetaWebhookAgentUpdatedEventData:
+				got = v.ID
+			case anthropic.BetaWebhookAgentArchivedEventData:
+				got = v.ID
+			case anthropic.BetaWebhookEnvironmentCreatedEventData:
+				got = v.ID
+			case anthropic.BetaWebhookEnvironmentUpdatedEventData:
+				got = v.ID
+			case anthropic.BetaWebhookEnvironmentArchivedEventData:
+				got = v.ID
+			case anthropic.BetaWebhookEnvironmentDeletedEventData:
+				got = v.ID
+			}
+			if wantID := map[bool]string{true: a.ID, false: en.ID}[i < 3]; got != wantID {
+				t.Errorf("event %d (%s) names %q, want %s", i, ev.Data.Type, got, wantID)
+			}
+		}
+	})
+}
