@@ -545,3 +545,56 @@ func TestAgentAndEnvironmentEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestManagedSessionStatusEvents: a managed session's status changes,
+// made by the agent loop's appends (no caller principal), are the SDK's
+// session.status_* events; archiving and deleting follow.
+func TestManagedSessionStatusEvents(t *testing.T) {
+	t.Parallel()
+	drivers(t, func(t *testing.T, e *env) {
+		r := newReceiver(t)
+		e.hook(r, "session.created", "session.status_run_started", "session.status_idled", "session.updated", "session.archived", "session.deleted", "session.status_terminated")
+		ag, err := e.svc.CreateAgent(e.ctx, trove.CreateAgentParams{Name: "a", Model: trove.AgentModelParams{ID: "claude-sonnet-4-6"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		en, err := e.svc.CreateEnvironment(e.ctx, trove.CreateEnvironmentParams{Name: "laptop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		se, _, err := e.svc.CreateSession(e.ctx, trove.CreateSessionParams{Agent: &trove.AgentRef{ID: ag.ID}, EnvironmentID: en.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.AppendAgentEvents(context.Background(), se.ID, []trove.NewSessionEvent{{Type: trove.EventSessionStatusRunning}}, core.AgentEventsOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.AppendAgentEvents(context.Background(), se.ID, []trove.NewSessionEvent{
+			{Type: trove.EventAgentMessage, Body: `{"content":[{"type":"text","text":"done"}]}`},
+			{Type: trove.EventSessionStatusIdle, Body: `{"stop_reason":{"type":"end_turn"}}`},
+		}, core.AgentEventsOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		title := "renamed"
+		if _, err := e.svc.UpdateSession(e.ctx, se.ID, trove.UpdateSessionParams{Title: &title}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.ArchiveSession(e.ctx, se.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.DeleteSession(e.ctx, se.ID); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, newSender(e.svc, "n1"))
+		want := []string{"session.created", "session.status_run_started", "session.status_idled", "session.updated",
+			"session.status_terminated", "session.archived", "session.deleted"}
+		if diff := cmp.Diff(want, r.types()); diff != "" {
+			t.Fatalf("events (-want +got):\n%s", diff)
+		}
+		for _, id := range r.ids {
+			if d := r.events[id].Data; d.ID != se.ID {
+				t.Errorf("%s names %s, want %s", d.Type, d.ID, se.ID)
+			}
+		}
+	})
+}
