@@ -77,6 +77,7 @@ type Handler struct {
 	dirs   trove.DirectoryService   // nil hides directory rename and delete
 	events trove.EventService       // Sessions' transcripts; nil hides the conversation
 	envs   trove.EnvironmentService // Services' environments; nil hides the environments pages
+	hooks  trove.WebhookService     // Services' webhooks; nil hides the webhooks pages
 	secure bool                     // Config.SecureCookie
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
@@ -105,6 +106,7 @@ func New(cfg Config) *Handler {
 	h.dirs, _ = cfg.Services.(trove.DirectoryService)
 	h.events, _ = cfg.Sessions.(trove.EventService)
 	h.envs, _ = cfg.Services.(trove.EnvironmentService)
+	h.hooks, _ = cfg.Services.(trove.WebhookService)
 	h.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
@@ -163,6 +165,8 @@ func (h *Handler) routes() {
 	post("/console/dreams/{id}/archive", h.archiveDream)
 	get("/console/environments", h.environmentsPage) // environments.go
 	get("/console/environments/{id}", h.environmentPage)
+	get("/console/webhooks", h.webhooksPage) // webhooks.go
+	get("/console/webhooks/{id}", h.webhookPage)
 	post("/console/environments/{id}/keys", h.mintEnvironmentKey)
 	post("/console/environments/{id}/keys/{kid}/revoke", h.revokeEnvironmentKey)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
@@ -308,6 +312,7 @@ type view struct {
 	Sessions bool // the sessions pages exist
 	Dreams   bool // the dreams pages exist
 	Envs     bool // the environments pages exist
+	Hooks    bool // the webhooks pages exist
 	Data     any
 }
 
@@ -346,6 +351,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, page 
 	if s != nil {
 		v.Signed, v.CSRF, v.KeyID, v.Sessions = true, s.csrf, s.KeyID(), h.sess != nil
 		v.Dreams, v.Envs = h.dreams != nil, h.envs != nil
+		v.Hooks = h.hooks != nil
 	}
 	t := h.pages[page]
 	var b strings.Builder

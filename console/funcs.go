@@ -39,6 +39,7 @@ var funcs = template.FuncMap{
 	"sessionURL":      func(id string) string { return Prefix + "sessions/" + url.PathEscape(id) },
 	"dreamURL":        dreamURL,
 	"envURL":          envURL,
+	"webhookURL":      webhookURL,
 	"envKeyRevokeURL": envKeyRevokeURL,
 	"olderURL": func(id, cursor string) string {
 		return Prefix + "sessions/" + url.PathEscape(id) + "?" + url.Values{"older": {cursor}}.Encode()

@@ -47,6 +47,9 @@ type Options struct {
 	// ChangePoll is how often WaitChanges re-reads a store it is waiting
 	// on, for commits nothing notified it of; 0 means DefaultChangePoll.
 	ChangePoll time.Duration
+	// Webhooks are the rules of webhook endpoints and deliveries
+	// (webhooks.go); the zero value is the documented behaviour.
+	Webhooks WebhookOptions
 }
 
 // Service implements trove.Services, trove.SessionService and
@@ -65,6 +68,8 @@ type Service struct {
 	eventPoll  time.Duration // WaitEvents' poll: changePoll, or notifiedEventPoll with a notifier
 	hook       EventHook     // SetEventHook's
 	work       workHub       // wakes the work queue's long polls (work.go)
+	hooks      WebhookOptions
+	hookWake   chan struct{} // a delivery was queued here (WebhookWakes)
 }
 
 var (
@@ -76,7 +81,8 @@ var (
 // New returns a Service over d. It does not take ownership of d: the caller
 // closes it.
 func New(d storage.Driver, o Options) *Service {
-	s := &Service{db: d, limits: withDefaults(o.Limits), clock: o.Now, log: o.Logger, authc: newAuthCache(o.AuthCacheTTL)}
+	s := &Service{db: d, limits: withDefaults(o.Limits), clock: o.Now, log: o.Logger, authc: newAuthCache(o.AuthCacheTTL),
+		hooks: o.Webhooks.withDefaults(), hookWake: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -179,9 +185,24 @@ func (s *Service) read(ctx context.Context, op string, fn func(storage.Tx) error
 	return s.mapErr(ctx, op, s.db.Read(ctx, fn))
 }
 
-// write runs fn in a write transaction and maps its error.
+// write runs fn in a write transaction and maps its error. fn sees the
+// transaction through an emitTx, which queues the webhook deliveries of
+// the changes fn makes in the same transaction (webhookemit.go).
 func (s *Service) write(ctx context.Context, op string, fn func(storage.Tx) error) error {
-	return s.mapErr(ctx, op, s.db.Write(ctx, fn))
+	return s.mapErr(ctx, op, s.writeRaw(ctx, fn))
+}
+
+// writeRaw is write without the error mapping.
+func (s *Service) writeRaw(ctx context.Context, fn func(storage.Tx) error) error {
+	var et *emitTx
+	err := s.db.Write(ctx, func(tx storage.Tx) error {
+		et = newEmitTx(s, tx)
+		return fn(et)
+	})
+	if err == nil && et != nil && et.sent {
+		s.wakeWebhooks()
+	}
+	return err
 }
 
 // mapErr turns any error into a *trove.Error: domain errors pass through,

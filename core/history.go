@@ -588,7 +588,7 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 	// The transaction is run unmapped: errDryRun is how a dry run rolls
 	// back, not an error, so it is neither logged nor turned into
 	// EINTERNAL (mapErr), only the real failures are.
-	err = s.db.Write(ctx, func(tx storage.Tx) error {
+	err = s.writeRaw(ctx, func(tx storage.Tx) error {
 		out = &trove.RollbackResult{Changes: []trove.RollbackChange{}, Conflicts: []trove.RollbackConflict{}}
 		st, err := s.lockWritableStore(ctx, tx, pr, storeID)
 		if err != nil {

@@ -188,6 +188,12 @@ func (s *Service) UpdateSession(ctx context.Context, sessionID string, p trove.U
 			if err := tx.SessionUpdate(ctx, se); err != nil {
 				return err
 			}
+			// A title or metadata change: not visible to emitTx in the row.
+			if et, ok := tx.(*emitTx); ok {
+				if err := et.emit(ctx, se.WorkspaceID, trove.HookSessionUpdated, se.ID, nil); err != nil {
+					return err
+				}
+			}
 		}
 		out = se
 		return s.fillAgents(ctx, tx, []trove.Session{*se})

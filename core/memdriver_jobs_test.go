@@ -21,7 +21,7 @@ func (t *memTx) JobWake(ctx context.Context, kind, key string, now time.Time) er
 func (t *memTx) JobClaim(ctx context.Context, kind, owner string, now, until time.Time) (*storage.Job, error) {
 	var best *storage.Job
 	for _, j := range t.st.jobs {
-		if j.Kind != kind || !j.Pending || (j.LeaseOwner != "" && j.LeaseExpiresAt.After(now)) {
+		if j.Kind != kind || !j.Pending || (j.LeaseExpiresAt != nil && j.LeaseExpiresAt.After(now)) {
 			continue
 		}
 		if best == nil || j.WokenAt.Before(best.WokenAt) {
@@ -66,4 +66,28 @@ func (t *memTx) JobRelease(ctx context.Context, kind, key, owner string, wakeSeq
 	}
 	t.st.jobs[kind+"/"+key] = j
 	return nil
+}
+
+func (t *memTx) JobDefer(ctx context.Context, kind, key, owner string, until time.Time) error {
+	j, ok := t.st.jobs[kind+"/"+key]
+	if !ok {
+		return trove.Errorf(trove.ENOTFOUND, "job not found")
+	}
+	if j.LeaseOwner != owner {
+		return trove.Errorf(trove.ECONFLICT, "lease not held")
+	}
+	j.LeaseOwner, j.LeaseExpiresAt = "", &until
+	t.st.jobs[kind+"/"+key] = j
+	return nil
+}
+
+func (t *memTx) JobDelete(ctx context.Context, kind, key string) error {
+	delete(t.st.jobs, kind+"/"+key)
+	return nil
+}
+
+// The in-memory driver has no webhook endpoints (core's webhook rules run
+// over the real drivers: coretest's RunWebhooks); events find none.
+func (t *memTx) WebhookList(ctx context.Context, workspaceID string) ([]trove.Webhook, error) {
+	return nil, nil
 }

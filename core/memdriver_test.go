@@ -101,6 +101,7 @@ func (d *memDriver) Close() error { return nil }
 type memTx struct {
 	st *memState
 	storage.AgentTx
+	storage.WebhookTx // WebhookList only (memdriver_jobs_test.go)
 }
 
 func notFound(what, id string) error {

@@ -785,6 +785,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if strings.HasPrefix(path, "/v1/") { // agents and environments (client_agents.go)
 		req.Header.Set("anthropic-beta", BetaManagedAgents)
 	}
+	if strings.HasPrefix(path, "/v1/organizations/") { // webhooks (client_webhooks.go)
+		req.Header.Set("anthropic-beta", BetaWebhooks)
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return "", &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}

@@ -82,6 +82,10 @@ type Config struct {
 	Agents       trove.AgentService
 	Environments trove.EnvironmentService
 	Work         trove.WorkService
+	// Webhooks serves /v1/organizations/webhooks and
+	// /trove/v1/webhooks/{id}/deliveries (webhooks.go); nil disables them
+	// (404).
+	Webhooks trove.WebhookService
 }
 
 // Timeouts bound the time a client may hold the server's resources. Every
@@ -156,6 +160,7 @@ type Server struct {
 	agents  trove.AgentService
 	envs    trove.EnvironmentService
 	work    trove.WorkService
+	hooks   trove.WebhookService
 
 	msess  trove.ManagedSessionService // nil: no /v1/sessions
 	waiter trove.EventWaiter           // nil: no event stream
@@ -176,6 +181,7 @@ const (
 	kindMemory                   // a credential and a memory beta flag
 	kindDream                    // a credential and the dreaming beta flag
 	kindManaged                  // a credential and managed-agents-2026-04-01
+	kindWebhook                  // a credential and webhooks-2026-10-07 (else 404)
 )
 
 // handlerFunc is an endpoint: it writes a success itself and returns the
@@ -208,6 +214,7 @@ func NewServer(cfg Config) *Server {
 		agents:  cfg.Agents,
 		envs:    cfg.Environments,
 		work:    cfg.Work,
+		hooks:   cfg.Webhooks,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -285,6 +292,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s.addManagedRoutes(add) // agents.go, environments.go, work.go
 	s.addSessionRoutes(add) // managedsessions.go, eventstream.go
+	s.addWebhookRoutes(add) // webhooks.go
 	add("GET", "/healthz", kindPublic, s.healthz)
 	prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	add("GET", "/metrics", kindPublic, func(w http.ResponseWriter, r *http.Request) error {
@@ -556,6 +564,12 @@ func (s *Server) dispatch(rt *route) http.Handler {
 			}
 			if rt.kind == kindDream {
 				if err := checkDreamBeta(r.Header); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			if rt.kind == kindWebhook {
+				if err := checkWebhookBeta(r.Header); err != nil {
 					s.writeError(w, r, err)
 					return
 				}

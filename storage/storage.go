@@ -64,6 +64,9 @@ type Position struct {
 type Tx interface {
 	// AgentTx stores agents, environments and the work queue (agents.go).
 	AgentTx
+	// WebhookTx stores webhook endpoints and their delivery queue
+	// (webhooks.go).
+	WebhookTx
 
 	// StoreInsert inserts a new store.
 	StoreInsert(ctx context.Context, s *trove.Store) error
@@ -269,14 +272,15 @@ type Tx interface {
 	ConsoleSessionDeleteExpired(ctx context.Context, now time.Time, revokedKeyID string) error
 
 	// Jobs: a small durable work queue with leases, shared by runners that
-	// must survive a dead node (the session agent loop; webhook deliveries
-	// later). A job is (Kind, Key), e.g. ("session_run", sesn_…).
+	// must survive a dead node (the session agent loop; webhook
+	// deliveries, one job per endpoint). A job is (Kind, Key), e.g. ("session_run", sesn_…).
 	//
 	// JobWake makes the job pending (creating it) and bumps its WakeSeq, so
 	// a runner holding it knows there is new work since its claim.
 	JobWake(ctx context.Context, kind, key string, now time.Time) error
 	// JobClaim takes the lease of one pending job of kind whose lease is
-	// free or expired at now, the least recently woken first: LeaseOwner
+	// free or expired at now (a deferred job: whose JobDefer time has come),
+	// the least recently woken first: LeaseOwner
 	// becomes owner, LeaseExpiresAt until, Attempts grows by one. ENOTFOUND
 	// when none is claimable. Two transactions never claim the same job.
 	JobClaim(ctx context.Context, kind, owner string, now, until time.Time) (*Job, error)
@@ -288,6 +292,14 @@ type Tx interface {
 	// is true and its WakeSeq is still wakeSeq (no wake since the caller
 	// read it). ECONFLICT when owner does not hold the lease.
 	JobRelease(ctx context.Context, kind, key, owner string, wakeSeq int64, done bool) error
+	// JobDefer releases owner's lease but keeps the job pending and
+	// unclaimable until until (a retry's backoff); a JobWake meanwhile
+	// does not shorten the wait. ECONFLICT when owner does not hold the
+	// lease; ENOTFOUND for an unknown job.
+	JobDefer(ctx context.Context, kind, key, owner string, until time.Time) error
+	// JobDelete removes the job whoever holds it; removing an absent job
+	// is not an error.
+	JobDelete(ctx context.Context, kind, key string) error
 }
 
 // StoreStats are a store's counters (see Tx.StoreStats).
@@ -353,9 +365,9 @@ type MemorySearchHit struct {
 type Job struct {
 	Kind, Key      string
 	Pending        bool
-	WakeSeq        int64 // grows at every JobWake
-	LeaseOwner     string
-	LeaseExpiresAt *time.Time
+	WakeSeq        int64      // grows at every JobWake
+	LeaseOwner     string     // "" when free (or deferred)
+	LeaseExpiresAt *time.Time // the lease's end, or a deferred job's first claim
 	Attempts       int64
 	WokenAt        time.Time
 }

@@ -36,7 +36,7 @@ func (t *tx) JobWake(ctx context.Context, kind, key string, now time.Time) error
 func (t *tx) JobClaim(ctx context.Context, kind, owner string, now, until time.Time) (*storage.Job, error) {
 	j, err := scanJob(t.queryRow(ctx, `UPDATE jobs SET lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
-			WHERE kind = $3 AND pending AND (lease_owner = '' OR lease_expires_at <= $4)
+			WHERE kind = $3 AND pending AND (lease_expires_at IS NULL OR lease_expires_at <= $4)
 			ORDER BY woken_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING `+jobCols, owner, until, kind, now))
 	if err == pgx.ErrNoRows {
@@ -68,6 +68,25 @@ func (t *tx) JobRelease(ctx context.Context, kind, key, owner string, wakeSeq in
 		return t.jobConflict(ctx, kind, key)
 	}
 	return nil
+}
+
+// JobDefer frees owner's lease but keeps the job unclaimable until until.
+func (t *tx) JobDefer(ctx context.Context, kind, key, owner string, until time.Time) error {
+	tag, err := t.exec(ctx, `UPDATE jobs SET lease_owner = '', lease_expires_at = $1 WHERE kind = $2 AND key = $3 AND lease_owner = $4`,
+		until, kind, key, owner)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return t.jobConflict(ctx, kind, key)
+	}
+	return nil
+}
+
+// JobDelete removes a job.
+func (t *tx) JobDelete(ctx context.Context, kind, key string) error {
+	_, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2`, kind, key)
+	return translate(err)
 }
 
 // jobConflict tells an unknown job (ENOTFOUND) from a lease held by

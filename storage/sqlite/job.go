@@ -42,7 +42,7 @@ func (t *tx) JobClaim(ctx context.Context, kind, owner string, now, until time.T
 	err := t.queryRow(ctx, "claimable job", kind, func(r rowScanner) error { return scanJob(r, &j) },
 		`UPDATE jobs SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
 		WHERE rowid = (SELECT rowid FROM jobs
-			WHERE kind = ? AND pending = 1 AND (lease_owner = '' OR lease_expires_at <= ?)
+			WHERE kind = ? AND pending = 1 AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
 			ORDER BY woken_at LIMIT 1)
 		RETURNING `+jobCols, owner, micros(until), kind, micros(now))
 	if err != nil {
@@ -79,6 +79,25 @@ func (t *tx) JobRelease(ctx context.Context, kind, key, owner string, wakeSeq in
 		return t.jobConflict(ctx, kind, key)
 	}
 	return nil
+}
+
+// JobDefer frees owner's lease but keeps the job unclaimable until until.
+func (t *tx) JobDefer(ctx context.Context, kind, key, owner string, until time.Time) error {
+	res, err := t.exec(ctx, `UPDATE jobs SET lease_owner = '', lease_expires_at = ? WHERE kind = ? AND key = ? AND lease_owner = ?`,
+		micros(until), kind, key, owner)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return t.jobConflict(ctx, kind, key)
+	}
+	return nil
+}
+
+// JobDelete removes a job.
+func (t *tx) JobDelete(ctx context.Context, kind, key string) error {
+	_, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ?`, kind, key)
+	return err
 }
 
 // jobConflict tells an unknown job (ENOTFOUND) from a lease held by

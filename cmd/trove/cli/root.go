@@ -43,6 +43,7 @@ func commands(e *env) []*cobra.Command {
 		newDreamsCmd(e),
 		newAgentsCmd(e),
 		newEnvironmentsCmd(e),
+		newWebhooksCmd(e),
 		newKeysCmd(e),
 		newMigrateCmd(e),
 		newToolCmd(e),

@@ -46,6 +46,7 @@ type serveConfig struct {
 	db                         dbOptions        // resolved by resolveDBOptions
 	dreams                     dreamConfig
 	sessionLoop                sessionLoopConfig
+	webhooks                   webhookConfig
 	console                    bool   // serve the web console under /console/
 	consoleSecureCookie        bool   // console cookie Secure on plain HTTP (behind a TLS proxy)
 	tlsCert, tlsKey            string // serve HTTPS with this pair (both or neither)
@@ -331,6 +332,7 @@ may not have been applied: read it back (docs/API.md, "Deadlines").`,
 	f.DurationVar(&c.limits.VersionRetention, retentionFlag, c.limits.VersionRetention, "delete versions older than this, except each live memory's current one (env "+retentionEnv+")")
 	addDreamFlags(f, &c.dreams)
 	addSessionLoopFlags(f, &c.sessionLoop)
+	addWebhookFlags(f, &c.webhooks)
 	return cmd
 }
 
@@ -377,7 +379,7 @@ func runServe(e *env, c serveConfig) error {
 		return fmt.Errorf("--auth-cache must not be negative, got %s", c.authCache)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	b, err := openBackendWith(ctx, c.data, c.dbURL, true, core.Options{Logger: log, AuthCacheTTL: c.authCache, Limits: c.limits}, c.db)
+	b, err := openBackendWith(ctx, c.data, c.dbURL, true, core.Options{Logger: log, AuthCacheTTL: c.authCache, Limits: c.limits, Webhooks: c.webhooks.coreOptions()}, c.db)
 	if err != nil {
 		return err
 	}
@@ -418,6 +420,7 @@ func runServe(e *env, c serveConfig) error {
 		Agents:       b.svc,
 		Environments: b.svc,
 		Work:         b.svc,
+		Webhooks:     b.svc,
 		// Room for a maximal memory with every byte JSON-escaped.
 		MaxBodyBytes: maxBodyFor(c.limits.MaxContentBytes),
 		Metrics:      reg,
@@ -470,6 +473,11 @@ func runServe(e *env, c serveConfig) error {
 		return err
 	}
 	defer stopSessions()
+	stopWebhooks, err := startWebhooks(c.webhooks, b.svc, log)
+	if err != nil {
+		return err
+	}
+	defer stopWebhooks()
 
 	retCtx, stopRetention := context.WithCancel(context.Background())
 	retDone := make(chan struct{})
