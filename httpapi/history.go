@@ -11,7 +11,7 @@ import (
 )
 
 // The time machine (trove.HistoryService), a Trove extension. Moments
-// ("at", "from", "to", "as_of", "since") are strings as trove.ParseMoment
+// ("at", "from", "to", "as_of", "since") are strings as trove.ParseExactMoment
 // reads them: "" or "now", a version ID (memver_…), a version number (seq),
 // or an RFC 3339 time.
 //
@@ -206,7 +206,7 @@ func auditReportToWire(r *trove.AuditReport) wireAuditReport {
 func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path string, kind routeKind, fn handlerFunc)) {
 	add("GET", historyBase+"/as_of/memories", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
 		q := queryOf(w, r)
-		at, err := trove.ParseMoment(q.Get("at"))
+		at, err := trove.ParseExactMoment(q.Get("at"))
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 	})
 	add("GET", historyBase+"/as_of/memory", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
 		q := queryOf(w, r)
-		at, err := trove.ParseMoment(q.Get("at"))
+		at, err := trove.ParseExactMoment(q.Get("at"))
 		if err != nil {
 			return err
 		}
@@ -236,11 +236,11 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 	})
 	add("GET", historyBase+"/diff", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
 		q := queryOf(w, r)
-		from, err := trove.ParseMoment(q.Get("from"))
+		from, err := trove.ParseExactMoment(q.Get("from"))
 		if err != nil {
 			return err
 		}
-		to, err := trove.ParseMoment(q.Get("to"))
+		to, err := trove.ParseExactMoment(q.Get("to"))
 		if err != nil {
 			return err
 		}
@@ -267,7 +267,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 			p.Description = *body.Description
 		}
 		if body.AsOf != nil {
-			at, err := trove.ParseMoment(*body.AsOf)
+			at, err := trove.ParseExactMoment(*body.AsOf)
 			if err != nil {
 				return err
 			}
@@ -292,7 +292,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 			p.APIKeyID = *body.APIKeyID
 		}
 		if body.Since != nil {
-			at, err := trove.ParseMoment(*body.Since)
+			at, err := trove.ParseExactMoment(*body.Since)
 			if err != nil {
 				return err
 			}
