@@ -190,13 +190,14 @@ func (c *clientCmd) forkCmd() *cobra.Command {
 		Use:   "fork STORE NAME [--as-of MOMENT] [--description TEXT]",
 		Short: "Create a store holding another store's memories, now or as of a moment",
 		Long: `fork creates the store NAME with a copy of every memory of STORE as it was
-at --as-of (a time, a version ID or a version number; default now), in one
+at --as-of (5m, 2h ago, 2026-11-30, 2026-11-30 12:00 in the local zone, an RFC
+3339 time, a version ID or a version number; default now), in one
 transaction. Each copied memory's first version names the version it came from
 (its origin). Memories whose version then was redacted are not copied. Later
 writes to either store do not affect the other.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			at, err := parseMoment("--as-of", asOf)
+			at, err := parseMoment(c.e.stderr, "--as-of", asOf)
 			if err != nil {
 				return err
 			}
