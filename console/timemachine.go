@@ -163,6 +163,14 @@ func (h *Handler) forkStore(w http.ResponseWriter, r *http.Request, s *signed) e
 	if err != nil {
 		return err
 	}
+	if r.PostFormValue("allow_duplicate") != "yes" {
+		if err := trove.CheckStoreNameFree(r.Context(), h.svc, r.PostFormValue("name")); err != nil {
+			if trove.ErrorCode(err) == trove.ECONFLICT {
+				return trove.Errorf(trove.ECONFLICT, "%s, or tick “allow a duplicate name” in the fork form", trove.ErrorMessage(err))
+			}
+			return err
+		}
+	}
 	res, err := h.hist.ForkStore(r.Context(), r.PathValue("sid"), trove.ForkStoreParams{
 		Name: r.PostFormValue("name"), Description: r.PostFormValue("description"), AsOf: at,
 	})
