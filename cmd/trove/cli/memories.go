@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
@@ -19,9 +20,11 @@ import (
 )
 
 // memPath normalises a path argument: a leading "/" is added and a
-// trailing one removed ("notes/" → "/notes"); "" and "/" are the root.
+// trailing one removed ("notes/" → "/notes"); "" and "/" are the root. It
+// is taken in Unicode NFC, as store paths are (a name pasted from macOS is
+// often NFD).
 func memPath(p string) string {
-	p = strings.TrimRight(p, "/")
+	p = strings.TrimRight(norm.NFC.String(p), "/")
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
