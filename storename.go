@@ -1,6 +1,9 @@
 package trove
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Store names need not be unique: the hosted API (and Trove's, which is
 // wire-compatible) creates a store whatever its name. But a name that two
@@ -41,5 +44,16 @@ func CheckStoreNameFree(ctx context.Context, svc StoreService, name string) erro
 	if err != nil || st == nil {
 		return err
 	}
-	return Errorf(ECONFLICT, "a store named %q already exists (%s): choose another name", name, st.ID)
+	e := Errorf(ECONFLICT, "a store named %q already exists (%s): choose another name", name, st.ID)
+	e.DetailCode = DetailStoreNameTaken
+	return e
+}
+
+// DetailStoreNameTaken is the DetailCode of CheckStoreNameFree's refusal.
+const DetailStoreNameTaken = "store_name_taken"
+
+// IsStoreNameTaken reports whether err is CheckStoreNameFree's refusal.
+func IsStoreNameTaken(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == ECONFLICT && e.DetailCode == DetailStoreNameTaken
 }

@@ -62,7 +62,7 @@ func TestCheckStoreNameFree(t *testing.T) {
 				t.Errorf("LiveStoreNamed(%q) = %q, want %q", c.store, got, c.wantID)
 			}
 			err = trove.CheckStoreNameFree(context.Background(), svc, c.store)
-			if want := map[bool]string{true: trove.ECONFLICT, false: ""}[c.wantID != ""]; trove.ErrorCode(err) != want {
+			if want := map[bool]string{true: trove.ECONFLICT, false: ""}[c.wantID != ""]; trove.ErrorCode(err) != want || trove.IsStoreNameTaken(err) != (want != "") {
 				t.Errorf("CheckStoreNameFree(%q) = %v, want code %q", c.store, err, want)
 			}
 		})

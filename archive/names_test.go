@@ -47,7 +47,7 @@ func TestImportStoreNames(t *testing.T) {
 	} {
 		before := count()
 		rep, err := archive.Import(ctx, s.client, path, c.opts)
-		if trove.ErrorCode(err) != c.code {
+		if trove.ErrorCode(err) != c.code || trove.IsStoreNameTaken(err) != (c.code != "") {
 			t.Fatalf("%s: Import: %v, want code %q", c.name, err, c.code)
 		}
 		if c.code != "" {

@@ -140,7 +140,7 @@ func (h *Handler) createStore(w http.ResponseWriter, r *http.Request, s *signed)
 	if err != nil {
 		// Back to the list with the message and what was typed.
 		pg, lerr := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 50})
-		d := storesData{Name: name, Description: desc, Duplicate: trove.ErrorCode(err) == trove.ECONFLICT}
+		d := storesData{Name: name, Description: desc, Duplicate: trove.IsStoreNameTaken(err)}
 		if lerr == nil {
 			for _, x := range pg.Data {
 				d.Stores = append(d.Stores, storeRow{Store: x, LastChange: x.UpdatedAt})

@@ -165,7 +165,7 @@ func (h *Handler) forkStore(w http.ResponseWriter, r *http.Request, s *signed) e
 	}
 	if r.PostFormValue("allow_duplicate") != "yes" {
 		if err := trove.CheckStoreNameFree(r.Context(), h.svc, r.PostFormValue("name")); err != nil {
-			if trove.ErrorCode(err) == trove.ECONFLICT {
+			if trove.IsStoreNameTaken(err) {
 				return trove.Errorf(trove.ECONFLICT, "%s, or tick “allow a duplicate name” in the fork form", trove.ErrorMessage(err))
 			}
 			return err

@@ -25,10 +25,10 @@ func newImportCmd(e *env) *cobra.Command {
 		Short: "Create a store from an archive written by trove export (or fill an existing one)",
 		Long: `import reads an archive written by trove export and creates a store with its
 name (or --name), description, metadata and memories; with --store it fills
-that existing store instead. A new store whose name a live store already has is
-refused (exit 4) unless --allow-duplicate-name. The whole archive is checked first (format, paths, sizes,
-UTF-8, each file against the manifest's hash, the target's room) and nothing
-is written unless all of it passes. A memory the store already holds with the same content is
+that existing store instead. A new store whose name a live store already has
+is refused (exit 4) unless --allow-duplicate-name. The whole archive is checked
+first (format, paths, sizes, UTF-8, each file against the manifest's hash, the
+target's room) and nothing is written unless all of it passes. A memory the store already holds with the same content is
 skipped; one it holds differently is reported and left as it is (exit status 1).
 
 import is all or nothing: when the target refuses a write, what this run
@@ -86,7 +86,7 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 			if pr != nil {
 				pr.finish()
 			}
-			if trove.ErrorCode(err) == trove.ECONFLICT && !allowDup {
+			if trove.IsStoreNameTaken(err) {
 				return &exitError{code: exitConflict, err: fmt.Errorf("%s, or pass --allow-duplicate-name to have two (or --store NAME to fill that one); nothing was written", trove.ErrorMessage(err))}
 			}
 			if err != nil {

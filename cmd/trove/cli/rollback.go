@@ -20,9 +20,9 @@ func newRollbackCmd(e *env) *cobra.Command {
 		`rollback undoes every write one session (--session sesn_…) or API key
 (--key apikey_…) made to STORE after --since (5m, 2h ago, 2026-11-30, 2026-11-30
 12:00 in the local zone, an RFC 3339 time, a version ID or a version number;
-for a session it defaults to the session's start): memories it created are deleted, memories it deleted are restored
-(same memory ID), memories it changed or moved go back to how they were just
-before its first change. Each undo is a new version by you: history is never
+for a session it defaults to the session's start): memories it created are
+deleted, memories it deleted are restored (same memory ID), memories it changed
+or moved go back to how they were just before its first change. Each undo is a new version by you: history is never
 rewritten.
 
 A memory that someone else changed after the session did is a conflict: it is

@@ -247,7 +247,7 @@ func checkStoreName(k *conn, name string, allow bool) error {
 		return nil
 	}
 	err := trove.CheckStoreNameFree(k.ctx, k.svc, name)
-	if trove.ErrorCode(err) == trove.ECONFLICT {
+	if trove.IsStoreNameTaken(err) {
 		return &exitError{code: exitConflict, err: fmt.Errorf("%s, or pass --allow-duplicate-name to have two", trove.ErrorMessage(err))}
 	}
 	return err
