@@ -3,6 +3,7 @@ package trove_test
 import (
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones the tests use (TZ=Europe/Paris), wherever they run
 
 	"github.com/google/go-cmp/cmp"
 

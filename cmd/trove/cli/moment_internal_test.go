@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones the tests use (TZ=Europe/Paris), wherever they run
 )
 
 func TestAgo(t *testing.T) {
