@@ -28,7 +28,8 @@ type Moment struct {
 // IsZero reports whether m is "now".
 func (m Moment) IsZero() bool { return m.Seq == 0 && m.VersionID == "" && m.Time == nil }
 
-// String renders m as ParseMoment reads it ("" for now).
+// String renders m as ParseExactMoment (and so ParseMoment) reads it (""
+// for now); a time in UTC.
 func (m Moment) String() string {
 	switch {
 	case m.VersionID != "":
@@ -41,29 +42,141 @@ func (m Moment) String() string {
 	return ""
 }
 
-// ParseMoment reads a moment: "" or "now" (the zero Moment), a version ID
-// ("memver_…"), a positive decimal Seq, or an RFC 3339 time. EINVALID
-// otherwise.
-func ParseMoment(s string) (Moment, error) {
-	s = strings.TrimSpace(s)
+// ParseExactMoment reads a moment in the forms that mean the same to every
+// reader at any time: "" or "now" (the zero Moment), a version ID
+// ("memver_…"), a positive decimal Seq, or an RFC 3339 time (with its zone:
+// "Z" or an offset). EINVALID otherwise. The API reads moments this way.
+func ParseExactMoment(s string) (Moment, error) {
+	m, ok, err := parseExactMoment(strings.TrimSpace(s))
+	if err != nil || ok {
+		return m, err
+	}
+	return Moment{}, Errorf(EINVALID, "moment %q is not a version ID (memver_…), a version number or an RFC 3339 time (2026-01-02T15:04:05Z)", strings.TrimSpace(s))
+}
+
+// parseExactMoment reads the exact forms; ok is false when s is none of
+// them (err is then nil).
+func parseExactMoment(s string) (m Moment, ok bool, err error) {
 	switch {
 	case s == "" || s == "now":
-		return Moment{}, nil
+		return Moment{}, true, nil
 	case strings.HasPrefix(s, PrefixVersion):
-		return Moment{VersionID: s}, nil
+		return Moment{VersionID: s}, true, nil
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n <= 0 {
-			return Moment{}, Errorf(EINVALID, "a version number (seq) must be positive, got %d", n)
+			return Moment{}, true, Errorf(EINVALID, "a version number (seq) must be positive, got %d", n)
 		}
-		return Moment{Seq: n}, nil
+		return Moment{Seq: n}, true, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return Moment{}, Errorf(EINVALID, "moment %q is not a version ID (memver_…), a version number or an RFC 3339 time (2026-01-02T15:04:05Z)", s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		t = t.UTC()
+		return Moment{Time: &t}, true, nil
 	}
-	t = t.UTC()
-	return Moment{Time: &t}, nil
+	return Moment{}, false, nil
+}
+
+// MaxMomentAgo is the longest duration ParseMoment takes ("87600h", ten
+// years of 365 days, or "3650d").
+const MaxMomentAgo = 10 * 365 * 24 * time.Hour
+
+// ParseMoment reads a moment as a person types it: every form
+// ParseExactMoment reads, and
+//
+//   - a duration ago: a positive whole number and a unit, s, m, h, d (24
+//     hours) or w (7 days), several of them added up, optionally followed
+//     by "ago": "5m", "2h ago", "1d12h", "3d" is now minus that, at most
+//     MaxMomentAgo;
+//   - a date, "2026-12-02": the start of that day in loc;
+//   - a date and time without a zone, in loc: "2026-12-02 03:52:50",
+//     "2026-12-02T03:52", seconds and their fraction optional;
+//   - an RFC 3339 time with a space for the "T", or without seconds:
+//     "2026-12-02 03:52:50Z", "2026-12-02T03:52+01:00".
+//
+// now and loc are the reader's clock and zone (the CLI passes time.Now and
+// time.Local; a server, which does not know its user's zone, time.UTC).
+// The Time of the result is in UTC. EINVALID for anything else, with a
+// message listing the forms.
+func ParseMoment(s string, now time.Time, loc *time.Location) (Moment, error) {
+	s = strings.TrimSpace(s)
+	if m, ok, err := parseExactMoment(s); ok || err != nil {
+		return m, err
+	}
+	if d, ok, err := parseAgo(s); ok || err != nil {
+		if err != nil {
+			return Moment{}, err
+		}
+		t := now.Add(-d).UTC()
+		return Moment{Time: &t}, nil
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	for _, layout := range zonedLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			t = t.UTC()
+			return Moment{Time: &t}, nil
+		}
+	}
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			t = t.UTC()
+			return Moment{Time: &t}, nil
+		}
+	}
+	return Moment{}, Errorf(EINVALID, "moment %q is not a version ID (memver_…), a version number, a duration ago (5m, 2h, 3d, 1d12h ago), a date (2026-01-02), a local date and time (2026-01-02 15:04:05) or an RFC 3339 time (2026-01-02T15:04:05Z)", s)
+}
+
+// zonedLayouts are the forms with a zone besides RFC 3339's (time.Parse
+// accepts a fraction of a second after the seconds).
+var zonedLayouts = []string{
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02 15:04Z07:00",
+}
+
+// localLayouts are the zoneless forms ParseMoment reads in the reader's
+// zone (a fraction of a second is accepted after the seconds by
+// time.Parse).
+var localLayouts = []string{
+	"2006-01-02",
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+}
+
+// parseAgo reads a duration ago ("5m", "2h ago", "1d12h"); ok is false
+// when s does not look like one (err is then nil).
+func parseAgo(s string) (d time.Duration, ok bool, err error) {
+	orig := s
+	if rest, found := strings.CutSuffix(s, "ago"); found {
+		s = strings.TrimSpace(rest)
+	}
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, false, nil
+	}
+	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
+	for s != "" {
+		i := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(s) {
+			return 0, false, nil
+		}
+		unit, known := units[s[i]]
+		if !known {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err != nil || n > int64(MaxMomentAgo/unit) || d+time.Duration(n)*unit > MaxMomentAgo {
+			return 0, true, Errorf(EINVALID, "moment %q: a duration ago is at most %d days", orig, MaxMomentAgo/(24*time.Hour))
+		}
+		d += time.Duration(n) * unit
+		s = s[i+1:]
+	}
+	return d, true, nil
 }
 
 // AsOfPage is one page of a store listed as of a moment: for each memory

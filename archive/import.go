@@ -40,6 +40,13 @@ type ImportOptions struct {
 	Target string
 	// Progress, when not nil, is called after each memory.
 	Progress func(Progress)
+	// Name, when set, is the name of the store the import creates (else
+	// the archive's). Unless AllowDuplicateName, an import that would
+	// create a store whose name a live store of the workspace already has
+	// is refused before anything is written (ECONFLICT,
+	// trove.CheckStoreNameFree).
+	Name               string
+	AllowDuplicateName bool
 	// Limits are the target's limits the archive is checked against before
 	// anything is written (zero fields: trove.DefaultLimits). A target that
 	// enforces tighter ones refuses a write, and the import is undone.
@@ -558,7 +565,16 @@ func Import(ctx context.Context, svc trove.Services, path string, opts ImportOpt
 		return nil, trove.Errorf(trove.EINVALID, "importing %d new memories into %s would exceed the limit of %d memories per store: nothing was written", adding, where, lim.MaxMemoriesPerStore)
 	}
 	if st == nil {
-		if st, err = createTarget(ctx, svc, m); err != nil {
+		name := m.Store.Name
+		if opts.Name != "" {
+			name = opts.Name
+		}
+		if !opts.AllowDuplicateName {
+			if err := trove.CheckStoreNameFree(ctx, svc, name); err != nil {
+				return nil, err
+			}
+		}
+		if st, err = createTarget(ctx, svc, m, name); err != nil {
 			return nil, err
 		}
 		rep.Created = true
@@ -726,7 +742,7 @@ func findTarget(ctx context.Context, svc trove.Services, m *Manifest, opts Impor
 }
 
 // createTarget creates the store an import fills, tagged with TagKey.
-func createTarget(ctx context.Context, svc trove.Services, m *Manifest) (*trove.Store, error) {
+func createTarget(ctx context.Context, svc trove.Services, m *Manifest, name string) (*trove.Store, error) {
 	md := maps.Clone(m.Store.Metadata)
 	if md == nil {
 		md = map[string]string{}
@@ -734,7 +750,7 @@ func createTarget(ctx context.Context, svc trove.Services, m *Manifest) (*trove.
 	if _, clash := md[TagKey]; !clash && len(md) < trove.DefaultLimits().MaxMetadataPairs {
 		md[TagKey] = m.ExportID
 	}
-	st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: m.Store.Name, Description: m.Store.Description, Metadata: md})
+	st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: name, Description: m.Store.Description, Metadata: md})
 	if err != nil {
 		return nil, fmt.Errorf("creating the store: %w", err)
 	}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -33,6 +34,7 @@ func TestSegments(t *testing.T) {
 }
 
 func TestParseAt(t *testing.T) {
+	now := time.Date(2026, 12, 2, 4, 52, 50, 0, time.UTC)
 	for _, c := range []struct {
 		in, want string
 		ok       bool
@@ -43,10 +45,14 @@ func TestParseAt(t *testing.T) {
 		{"2026-01-02T15:04:05Z", "2026-01-02T15:04:05Z", true},
 		{"2026-01-02T15:04", "2026-01-02T15:04:00Z", true}, // a datetime-local value, UTC
 		{"2026-01-02 15:04:05", "2026-01-02T15:04:05Z", true},
+		{"2026-01-02T15:04+01:00", "2026-01-02T14:04:00Z", true}, // an explicit offset
+		{"2026-01-02", "2026-01-02T00:00:00Z", true},
+		{"2h", "2026-12-02T02:52:50Z", true}, // ago, by the server's clock
+		{"3d ago", "2026-11-29T04:52:50Z", true},
 		{"yesterday", "", false},
 		{"-3", "", false},
 	} {
-		m, err := parseAt(c.in)
+		m, err := parseAt(c.in, now)
 		if (err == nil) != c.ok {
 			t.Errorf("parseAt(%q): error %v, want ok=%v", c.in, err, c.ok)
 			continue

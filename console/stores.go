@@ -27,6 +27,10 @@ type storesData struct {
 	Stores   []storeRow
 	Archived bool   // archived stores shown
 	Next     string // cursor of the next page
+	// The create form refilled after a refusal; Duplicate when the name
+	// was refused as a live store's (the form then offers to allow it).
+	Name, Description string
+	Duplicate         bool
 }
 
 // storeStats finds a store's live memory count, their bytes and its
@@ -121,14 +125,22 @@ func (h *Handler) statsJSON(w http.ResponseWriter, r *http.Request, s *signed) e
 	})
 }
 
+// createStore creates a store; a name that a live store already has is
+// refused unless the form allows the duplicate (trove.CheckStoreNameFree).
 func (h *Handler) createStore(w http.ResponseWriter, r *http.Request, s *signed) error {
-	st, err := h.svc.CreateStore(r.Context(), trove.CreateStoreParams{
-		Name: r.PostFormValue("name"), Description: r.PostFormValue("description"),
-	})
+	name, desc := r.PostFormValue("name"), r.PostFormValue("description")
+	var st *trove.Store
+	var err error
+	if r.PostFormValue("allow_duplicate") != "yes" {
+		err = trove.CheckStoreNameFree(r.Context(), h.svc, name)
+	}
+	if err == nil {
+		st, err = h.svc.CreateStore(r.Context(), trove.CreateStoreParams{Name: name, Description: desc})
+	}
 	if err != nil {
 		// Back to the list with the message and what was typed.
 		pg, lerr := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 50})
-		d := storesData{}
+		d := storesData{Name: name, Description: desc, Duplicate: trove.IsStoreNameTaken(err)}
 		if lerr == nil {
 			for _, x := range pg.Data {
 				d.Stores = append(d.Stores, storeRow{Store: x, LastChange: x.UpdatedAt})

@@ -19,20 +19,14 @@ import (
 // asOfPageSize is how many memories one as-of page lists.
 const asOfPageSize = 100
 
-// parseAt reads a moment as typed in a console form: what
-// trove.ParseMoment reads, or a browser's datetime-local value
-// ("2026-01-02T15:04", seconds optional), taken as UTC.
-func parseAt(s string) (trove.Moment, error) {
-	m, err := trove.ParseMoment(s)
-	if err == nil {
-		return m, nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
-		if t, terr := time.ParseInLocation(layout, strings.TrimSpace(s), time.UTC); terr == nil {
-			return trove.Moment{Time: &t}, nil
-		}
-	}
-	return trove.Moment{}, err
+// parseAt reads a moment as typed in a console form, as
+// trove.ParseMoment reads it at now: durations ago ("2h") count from the
+// server's clock, and a date or a date and time without an offset (a
+// browser's datetime-local value, "2026-01-02T15:04") is taken as UTC,
+// since the server does not know the browser's zone (the forms say so; an
+// offset, "2026-01-02T15:04+01:00", is honoured).
+func parseAt(s string, now time.Time) (trove.Moment, error) {
+	return trove.ParseMoment(s, now, time.UTC)
 }
 
 // momentLabel describes a moment for a heading.
@@ -64,7 +58,7 @@ func (h *Handler) asOfPage(w http.ResponseWriter, r *http.Request, s *signed) er
 		return err
 	}
 	q := r.URL.Query()
-	at, err := parseAt(q.Get("at"))
+	at, err := parseAt(q.Get("at"), h.now())
 	if err != nil {
 		return err
 	}
@@ -98,7 +92,7 @@ func (h *Handler) asOfMemoryPage(w http.ResponseWriter, r *http.Request, s *sign
 	if err != nil {
 		return err
 	}
-	at, err := parseAt(r.URL.Query().Get("at"))
+	at, err := parseAt(r.URL.Query().Get("at"), h.now())
 	if err != nil {
 		return err
 	}
@@ -138,11 +132,11 @@ func (h *Handler) changesPage(w http.ResponseWriter, r *http.Request, s *signed)
 	if strings.TrimSpace(q.Get("from")) == "" {
 		return trove.Errorf(trove.EINVALID, "choose the moment to compare from (a time, a version number or a version ID)")
 	}
-	from, err := parseAt(q.Get("from"))
+	from, err := parseAt(q.Get("from"), h.now())
 	if err != nil {
 		return err
 	}
-	to, err := parseAt(q.Get("to"))
+	to, err := parseAt(q.Get("to"), h.now())
 	if err != nil {
 		return err
 	}
@@ -165,9 +159,17 @@ func (h *Handler) changesPage(w http.ResponseWriter, r *http.Request, s *signed)
 
 // forkStore creates a store from this one as of a moment and opens it.
 func (h *Handler) forkStore(w http.ResponseWriter, r *http.Request, s *signed) error {
-	at, err := parseAt(r.PostFormValue("at"))
+	at, err := parseAt(r.PostFormValue("at"), h.now())
 	if err != nil {
 		return err
+	}
+	if r.PostFormValue("allow_duplicate") != "yes" {
+		if err := trove.CheckStoreNameFree(r.Context(), h.svc, r.PostFormValue("name")); err != nil {
+			if trove.IsStoreNameTaken(err) {
+				return trove.Errorf(trove.ECONFLICT, "%s, or tick “allow a duplicate name” in the fork form", trove.ErrorMessage(err))
+			}
+			return err
+		}
 	}
 	res, err := h.hist.ForkStore(r.Context(), r.PathValue("sid"), trove.ForkStoreParams{
 		Name: r.PostFormValue("name"), Description: r.PostFormValue("description"), AsOf: at,
@@ -188,7 +190,7 @@ type rollbackData struct {
 }
 
 // rollbackParams reads the actor and moment of a rollback form.
-func rollbackParams(actor, since string) (trove.RollbackParams, error) {
+func rollbackParams(actor, since string, now time.Time) (trove.RollbackParams, error) {
 	var p trove.RollbackParams
 	actor = strings.TrimSpace(actor)
 	switch {
@@ -202,7 +204,7 @@ func rollbackParams(actor, since string) (trove.RollbackParams, error) {
 	if strings.TrimSpace(since) == "" {
 		return p, trove.Errorf(trove.EINVALID, "choose the moment to roll back to (a time, a version number or a version ID)")
 	}
-	m, err := parseAt(since)
+	m, err := parseAt(since, now)
 	if err != nil {
 		return p, err
 	}
@@ -219,7 +221,7 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 		return err
 	}
 	q := r.URL.Query()
-	p, err := rollbackParams(q.Get("actor"), q.Get("since"))
+	p, err := rollbackParams(q.Get("actor"), q.Get("since"), h.now())
 	if err != nil {
 		return err
 	}
@@ -228,7 +230,13 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 	if err != nil {
 		return err
 	}
-	d := rollbackData{Store: st, Actor: q.Get("actor"), Since: q.Get("since"), Result: res}
+	// The apply form carries the moment resolved (a time in UTC, not
+	// "2h", which would move between the preview and the click).
+	since := p.Since.String()
+	if since == "" {
+		since = q.Get("since")
+	}
+	d := rollbackData{Store: st, Actor: q.Get("actor"), Since: since, Result: res}
 	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Roll back", Data: d})
 	return nil
 }
@@ -243,7 +251,7 @@ func (h *Handler) applyRollback(w http.ResponseWriter, r *http.Request, s *signe
 		return err
 	}
 	actor, since := r.PostFormValue("actor"), r.PostFormValue("since")
-	p, err := rollbackParams(actor, since)
+	p, err := rollbackParams(actor, since, h.now())
 	if err != nil {
 		return err
 	}

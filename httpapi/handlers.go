@@ -231,21 +231,35 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
+	page, err := s.listVersionsPage(w, r)
+	if err != nil {
+		return err
+	}
+	out := wirePage[wireVersion]{Data: make([]wireVersion, len(page.Data)), NextPage: nextPage(page.NextPage)}
+	for i := range page.Data {
+		out.Data[i] = versionToWire(&page.Data[i])
+	}
+	return s.ok(w, &out)
+}
+
+// listVersionsPage reads a version listing's query and lists the page
+// (the /v1 listing and the time machine's, which adds seq and hashes).
+func (s *Server) listVersionsPage(w http.ResponseWriter, r *http.Request) (*trove.Page[trove.MemoryVersion], error) {
 	q := queryOf(w, r)
 	view := trove.View(q.Get("view")) // core checks it and applies the endpoint's default
 	limit, err := queryLimit(q)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	op, err := queryOperation(q)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tr, err := queryTimeRange(q)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	page, err := s.svc.ListVersions(r.Context(), r.PathValue("memory_store_id"), trove.ListVersionsParams{
+	return s.svc.ListVersions(r.Context(), r.PathValue("memory_store_id"), trove.ListVersionsParams{
 		MemoryID:         q.Get("memory_id"),
 		SessionID:        q.Get("session_id"),
 		APIKeyID:         q.Get("api_key_id"),
@@ -256,14 +270,6 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
 		Cursor:           q.Get("page"),
 		View:             view,
 	})
-	if err != nil {
-		return err
-	}
-	out := wirePage[wireVersion]{Data: make([]wireVersion, len(page.Data)), NextPage: nextPage(page.NextPage)}
-	for i := range page.Data {
-		out.Data[i] = versionToWire(&page.Data[i])
-	}
-	return s.ok(w, &out)
 }
 
 func (s *Server) redactVersion(w http.ResponseWriter, r *http.Request) error {

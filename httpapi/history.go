@@ -6,12 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/trovehq/trove"
 )
 
 // The time machine (trove.HistoryService), a Trove extension. Moments
-// ("at", "from", "to", "as_of", "since") are strings as trove.ParseMoment
+// ("at", "from", "to", "as_of", "since") are strings as trove.ParseExactMoment
 // reads them: "" or "now", a version ID (memver_…), a version number (seq),
 // or an RFC 3339 time.
 //
@@ -25,6 +26,8 @@ import (
 //	     → {"memory_store", "seq", "copied", "skipped"}
 //	POST /trove/v1/memory_stores/{id}/rollback {"session_id" | "api_key_id", "since", "dry_run", "force"}
 //	     → {"since_seq", "changes", "conflicts", "applied"}
+//	GET  /trove/v1/memory_stores/{id}/memory_versions?(the /v1 listing's query)
+//	     → {"data": [version, …], "next_page": …}
 //	GET  /trove/v1/memory_stores/{id}/audit/verify
 //	     → {"memory_store_id", "head_seq", "head", "verified", "unchained", "redacted", "gaps", "ok", "break", "verified_at"}
 //
@@ -206,7 +209,7 @@ func auditReportToWire(r *trove.AuditReport) wireAuditReport {
 func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path string, kind routeKind, fn handlerFunc)) {
 	add("GET", historyBase+"/as_of/memories", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
 		q := queryOf(w, r)
-		at, err := trove.ParseMoment(q.Get("at"))
+		at, err := trove.ParseExactMoment(q.Get("at"))
 		if err != nil {
 			return err
 		}
@@ -222,9 +225,22 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 		}
 		return s.ok(w, asOfPageToWire(p))
 	})
+	// The /v1 version listing with each version's seq (the moment the time
+	// machine takes) and hashes, which the /v1 shape does not carry.
+	add("GET", historyBase+"/memory_versions", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
+		page, err := s.listVersionsPage(w, r)
+		if err != nil {
+			return err
+		}
+		out := wirePage[*wireHistVersion]{Data: make([]*wireHistVersion, len(page.Data)), NextPage: nextPage(page.NextPage)}
+		for i := range page.Data {
+			out.Data[i] = histVersionToWire(&page.Data[i])
+		}
+		return s.ok(w, &out)
+	})
 	add("GET", historyBase+"/as_of/memory", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
 		q := queryOf(w, r)
-		at, err := trove.ParseMoment(q.Get("at"))
+		at, err := trove.ParseExactMoment(q.Get("at"))
 		if err != nil {
 			return err
 		}
@@ -236,11 +252,11 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 	})
 	add("GET", historyBase+"/diff", kindTrove, func(w http.ResponseWriter, r *http.Request) error {
 		q := queryOf(w, r)
-		from, err := trove.ParseMoment(q.Get("from"))
+		from, err := trove.ParseExactMoment(q.Get("from"))
 		if err != nil {
 			return err
 		}
-		to, err := trove.ParseMoment(q.Get("to"))
+		to, err := trove.ParseExactMoment(q.Get("to"))
 		if err != nil {
 			return err
 		}
@@ -267,7 +283,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 			p.Description = *body.Description
 		}
 		if body.AsOf != nil {
-			at, err := trove.ParseMoment(*body.AsOf)
+			at, err := trove.ParseExactMoment(*body.AsOf)
 			if err != nil {
 				return err
 			}
@@ -292,7 +308,7 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 			p.APIKeyID = *body.APIKeyID
 		}
 		if body.Since != nil {
-			at, err := trove.ParseMoment(*body.Since)
+			at, err := trove.ParseExactMoment(*body.Since)
 			if err != nil {
 				return err
 			}
@@ -389,6 +405,42 @@ func (c *Client) ListMemoriesAsOf(ctx context.Context, storeID string, at trove.
 		return nil, err
 	}
 	out := &trove.AsOfPage{Seq: w.Seq, Data: make([]trove.MemoryVersion, len(w.Data))}
+	if w.NextPage != nil {
+		out.NextPage = *w.NextPage
+	}
+	for i := range w.Data {
+		out.Data[i] = *histVersionFromWire(&w.Data[i])
+	}
+	return out, nil
+}
+
+// ListVersionsWithSeq lists versions as ListVersions does, through the
+// time machine's listing (/trove/v1/…/memory_versions), whose versions
+// carry Seq (the /v1 shape does not), LeafHash, ChainHash and Origin.
+func (c *Client) ListVersionsWithSeq(ctx context.Context, storeID string, p trove.ListVersionsParams) (*trove.Page[trove.MemoryVersion], error) {
+	q := url.Values{}
+	for k, v := range map[string]string{
+		"memory_id": p.MemoryID, "session_id": p.SessionID, "api_key_id": p.APIKeyID, "service_account_id": p.ServiceAccountID,
+		"operation": string(p.Operation), "page": p.Cursor, "view": string(p.View),
+	} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if p.Limit != 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.CreatedAt.GTE != nil {
+		q.Set("created_at[gte]", p.CreatedAt.GTE.UTC().Format(time.RFC3339Nano))
+	}
+	if p.CreatedAt.LTE != nil {
+		q.Set("created_at[lte]", p.CreatedAt.LTE.UTC().Format(time.RFC3339Nano))
+	}
+	var w wirePage[wireHistVersion]
+	if err := c.histGet(ctx, storeID, "/memory_versions", q, &w); err != nil {
+		return nil, err
+	}
+	out := &trove.Page[trove.MemoryVersion]{Data: make([]trove.MemoryVersion, len(w.Data))}
 	if w.NextPage != nil {
 		out.NextPage = *w.NextPage
 	}

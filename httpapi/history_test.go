@@ -63,6 +63,21 @@ func TestClientHistory(t *testing.T) {
 				same("ListMemoriesAsOf page 2", got2, want2, err)
 			}
 		}
+		// The time machine's version listing is core's, seq and hashes
+		// included, page by page and filtered.
+		for _, p := range []trove.ListVersionsParams{{Limit: 2}, {MemoryID: a.ID, View: trove.ViewFull}, {Operation: trove.OpCreated, Limit: 1}} {
+			got, err := c.ListVersionsWithSeq(ctx, st.ID, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := e.svc.ListVersions(local, st.ID, p)
+			same("ListVersionsWithSeq", got, want, err)
+			for _, v := range got.Data {
+				if v.Seq == 0 {
+					t.Errorf("ListVersionsWithSeq(%+v): version %s has no seq", p, v.ID)
+				}
+			}
+		}
 		got, err := h.GetMemoryAsOf(ctx, st.ID, trove.Moment{Seq: 2}, "/b", "")
 		want, werr := e.svc.GetMemoryAsOf(local, st.ID, trove.Moment{Seq: 2}, "/b", "")
 		same("GetMemoryAsOf", got, want, werr)

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/trovehq/trove"
 )
 
@@ -54,6 +56,10 @@ type Scan struct {
 	// Temps are the engine's temp files found (relative paths), left by
 	// an interrupted write: never synced, removed by the engine.
 	Temps []string
+	// Normalized are the local names (relative paths) that were not in
+	// Unicode NFC and were renamed to their NFC spelling by the scan (see
+	// scanner.nfc).
+	Normalized []string
 }
 
 // Problem is a path the engine will not sync and why.
@@ -73,7 +79,28 @@ type scanner struct {
 	cache  map[string]*Entry
 }
 
+// maxScanPasses bounds the walks of one scan: a walk that renames a
+// directory to its NFC spelling skips it and walks again.
+const maxScanPasses = 64
+
 func (s *scanner) scan() (*Scan, error) {
+	var normalized []string
+	for pass := 1; ; pass++ {
+		out, again, err := s.walk()
+		if err != nil {
+			return nil, err
+		}
+		normalized = append(normalized, out.Normalized...)
+		if !again || pass == maxScanPasses {
+			out.Normalized = normalized
+			return out, nil
+		}
+	}
+}
+
+// walk is one pass over the directory; again reports that it renamed a
+// directory (to its NFC spelling) without walking into it.
+func (s *scanner) walk() (_ *Scan, again bool, _ error) {
 	out := &Scan{Files: map[string]LocalFile{}}
 	err := fs.WalkDir(s.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -86,13 +113,31 @@ func (s *scanner) scan() (*Scan, error) {
 			}
 			return nil
 		}
-		if rel == "." || d.IsDir() {
-			return nil
-		}
-		if isTempName(d.Name()) {
-			if d.Type().IsRegular() {
+		if rel == "." || isTempName(d.Name()) && !d.IsDir() {
+			if rel != "." && d.Type().IsRegular() {
 				out.Temps = append(out.Temps, rel)
 			}
+			return nil
+		}
+		if !norm.NFC.IsNormalString(rel) {
+			nfc, renamed, problem := s.nfc(rel)
+			switch {
+			case problem != "":
+				out.block("/"+rel, problem)
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			case renamed:
+				out.Normalized = append(out.Normalized, rel)
+				if d.IsDir() {
+					again = true
+					return fs.SkipDir // walked by the next pass under its new name
+				}
+			}
+			rel = nfc
+		}
+		if d.IsDir() {
 			return nil
 		}
 		p := "/" + rel
@@ -134,10 +179,38 @@ func (s *scanner) scan() (*Scan, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sort.Slice(out.Skipped, func(i, j int) bool { return out.Skipped[i].Path < out.Skipped[j].Path })
-	return out, nil
+	return out, again, nil
+}
+
+// nfc handles a local name that is not in Unicode NFC (macOS writes "é" as
+// "e" and U+0301, NFD), which store paths must be: the file is synced as
+// its NFC spelling. Where the file system takes both spellings for one
+// name (macOS's), the NFC name opens the same file and nothing changes;
+// elsewhere the entry is renamed to its NFC spelling (renamed), so that the
+// engine finds it under the store path. When another file already has the
+// NFC spelling, the entry is not synced (problem says why).
+func (s *scanner) nfc(rel string) (nfc string, renamed bool, problem string) {
+	nfc = norm.NFC.String(rel)
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		return "", false, "cannot read: " + err.Error()
+	}
+	other, err := s.root.Lstat(nfc)
+	switch {
+	case err == nil && os.SameFile(fi, other):
+		return nfc, false, ""
+	case err == nil:
+		return "", false, fmt.Sprintf("its name is not in Unicode NFC and %s, its NFC spelling, exists too: rename or remove one of them", "/"+nfc)
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", false, "cannot read: " + err.Error()
+	}
+	if err := s.root.Rename(rel, nfc); err != nil {
+		return "", false, "its name is not in Unicode NFC and renaming it to its NFC spelling failed: " + err.Error()
+	}
+	return nfc, true, ""
 }
 
 // block skips store path p for reason and leaves it, and everything below

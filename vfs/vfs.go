@@ -122,6 +122,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/trovehq/trove"
 )
 
@@ -320,7 +322,13 @@ func (f *FS) ctx(ctx context.Context) context.Context {
 // resolve splits name into its store and the path inside it ("" for the
 // store directory itself). st is nil for the root. ErrNotExist for an
 // unknown store directory; ErrInvalid for a name that is not clean.
+//
+// Names are taken in Unicode NFC, as store paths are: a name in another
+// form (macOS spells "é" as "e" and a combining accent, NFD) names the
+// memory whose path is its NFC form, so it is found, created and renamed
+// as that one rather than refused.
 func (f *FS) resolve(name string) (st *store, rel string, err error) {
+	name = norm.NFC.String(name)
 	if name == "" {
 		if f.flat {
 			return f.stores[0], "", nil

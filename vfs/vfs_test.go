@@ -338,3 +338,41 @@ func TestOnHidden(t *testing.T) {
 		t.Errorf("hidden (-want +got):\n%s", d)
 	}
 }
+
+// TestNFDNames: a name spelled in Unicode NFD (as macOS writes "é": "e"
+// and U+0301) is taken as its NFC form, the form of store paths: created,
+// found, renamed and listed as that memory instead of refused.
+func TestNFDNames(t *testing.T) {
+	b := backend(t)
+	st, err := b.Services.CreateStore(b.Ctx, trove.CreateStoreParams{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := vfstest.Direct(t, vfs.Config{Services: b.Services, Principal: trove.PrincipalFrom(b.Ctx), Flat: true, Stores: []vfs.StoreConfig{{StoreID: st.ID}}}, nil)
+	const nfd, nfc = "cafe\u0301/re\u0301sume\u0301.md", "café/résumé.md"
+	if err := m.FS.Mkdir("cafe\u0301"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.FS.WriteFile(nfd, []byte("un café")); err != nil {
+		t.Fatalf("write %q: %v", nfd, err)
+	}
+	p, err := b.Services.ListMemories(b.Ctx, st.ID, trove.ListMemoriesParams{})
+	if err != nil || len(p.Data) != 1 || p.Data[0].Memory.Path != "/"+nfc {
+		t.Fatalf("store after the NFD write: %+v %v, want one memory at /%s", p, err, nfc)
+	}
+	for _, name := range []string{nfd, nfc} {
+		if got, err := m.FS.ReadFile(name); err != nil || string(got) != "un café" {
+			t.Errorf("read %q: %q %v", name, got, err)
+		}
+	}
+	if names, err := m.FS.ReadDir("cafe\u0301"); err != nil || !cmp.Equal(names, []string{"résumé.md"}) {
+		t.Errorf("listing of the NFD directory: %q %v, want the NFC name", names, err)
+	}
+	if err := m.FS.Rename(nfd, "cafe\u0301/the\u0301.md"); err != nil {
+		t.Fatal(err)
+	}
+	p, err = b.Services.ListMemories(b.Ctx, st.ID, trove.ListMemoriesParams{})
+	if err != nil || len(p.Data) != 1 || p.Data[0].Memory.Path != "/café/thé.md" {
+		t.Errorf("store after the NFD rename: %+v %v", p, err)
+	}
+}

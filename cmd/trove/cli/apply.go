@@ -80,7 +80,7 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 			if p != nil {
 				ctx = trove.WithPrincipal(ctx, p)
 			}
-			res, err := apply.Apply(ctx, svc, spec, apply.Options{Target: importTarget(&sf), State: state, DryRun: dryRun})
+			res, err := apply.Apply(ctx, svc, spec, apply.Options{Target: importTarget(sf.t), State: state, DryRun: dryRun})
 			if !dryRun {
 				if serr := state.Save(statePath); serr != nil && err == nil {
 					err = fmt.Errorf("saving the apply state %s: %w", statePath, serr)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -187,12 +189,53 @@ func (k *conn) history() (trove.HistoryService, error) {
 	return h, nil
 }
 
-// parseMoment reads a moment flag or argument (a time, a version ID, a
-// version number, or "now"), as a usage error when it is none of them.
-func parseMoment(flag, s string) (trove.Moment, error) {
-	m, err := trove.ParseMoment(s)
+// parseMoment reads a moment flag or argument as trove.ParseMoment does
+// in the local zone (a version ID, a version number, "now", a duration ago,
+// a date, a local date and time or an RFC 3339 time), as a usage error when
+// it is none of them. A time is echoed to w in UTC with how long ago it is
+// ("as of 2026-12-02T02:52:50Z (2h ago)"), so that the user sees which
+// moment was read.
+func parseMoment(w io.Writer, flag, s string) (trove.Moment, error) {
+	now := time.Now()
+	m, err := trove.ParseMoment(s, now, time.Local)
 	if err != nil {
 		return m, usageError("%s: %s", flag, trove.ErrorMessage(err))
 	}
+	if m.Time != nil {
+		label := map[string]string{"--as-of": "as of", "--since": "since", "FROM": "from", "TO": "to"}[flag]
+		if label == "" {
+			label = flag
+		}
+		fmt.Fprintf(w, "%s %s (%s)\n", label, m.Time.Format(time.RFC3339), ago(*m.Time, now))
+	}
 	return m, nil
+}
+
+// ago says how long before now t is, in its two largest units ("2h ago",
+// "1d7h ago", "5m ago", "in 3m" for a time to come).
+func ago(t, now time.Time) string {
+	d := now.Sub(t).Round(time.Second)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var parts []string
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}} {
+		if n := d / u.d; n > 0 && len(parts) < 2 {
+			parts = append(parts, strconv.FormatInt(int64(n), 10)+u.name)
+			d -= n * u.d
+		} else if len(parts) > 0 {
+			break
+		}
+	}
+	switch {
+	case len(parts) == 0:
+		return "now"
+	case future:
+		return "in " + strings.Join(parts, "")
+	}
+	return strings.Join(parts, "") + " ago"
 }

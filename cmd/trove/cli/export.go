@@ -74,8 +74,8 @@ It is written whole or not at all.`,
 				if p != nil {
 					ctx = trove.WithPrincipal(ctx, p)
 				}
-				if sf.url != "" {
-					sourceName = sf.url
+				if sf.t.remote() { // the resolved target: --url, TROVE_URL or trove login
+					sourceName = sf.t.url
 				}
 				if st, err = findAnyStore(ctx, svc, args[0]); err != nil {
 					return err

@@ -14,18 +14,21 @@ import (
 
 func newImportCmd(e *env) *cobra.Command {
 	var (
-		sf     storeFlags
-		store  string
-		output string
+		sf       storeFlags
+		store    string
+		name     string
+		allowDup bool
+		output   string
 	)
 	cmd := &cobra.Command{
-		Use:   "import FILE [--store NAME_OR_ID]",
+		Use:   "import FILE [--name NAME | --store NAME_OR_ID] [--allow-duplicate-name]",
 		Short: "Create a store from an archive written by trove export (or fill an existing one)",
 		Long: `import reads an archive written by trove export and creates a store with its
-name, description, metadata and memories; with --store it fills that existing
-store instead. The whole archive is checked first (format, paths, sizes,
-UTF-8, each file against the manifest's hash, the target's room) and nothing
-is written unless all of it passes. A memory the store already holds with the same content is
+name (or --name), description, metadata and memories; with --store it fills
+that existing store instead. A new store whose name a live store already has
+is refused (exit 4) unless --allow-duplicate-name. The whole archive is checked
+first (format, paths, sizes, UTF-8, each file against the manifest's hash, the
+target's room) and nothing is written unless all of it passes. A memory the store already holds with the same content is
 skipped; one it holds differently is reported and left as it is (exit status 1).
 
 import is all or nothing: when the target refuses a write, what this run
@@ -45,6 +48,9 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 			if output != "text" && output != "json" {
 				return &exitError{code: 2, err: fmt.Errorf("import: -o must be text or json, got %q", output)}
 			}
+			if name != "" && store != "" {
+				return usageError("--name names the store import creates; --store fills an existing one: pass one of them")
+			}
 			file := args[0]
 			ctx := e.ctx
 			svc, p, closeFn, err := sf.openServices(ctx, cmd)
@@ -55,7 +61,7 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 			if p != nil {
 				ctx = trove.WithPrincipal(ctx, p)
 			}
-			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: importTarget(&sf)}
+			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: importTarget(sf.t), Name: name, AllowDuplicateName: allowDup}
 			if store != "" {
 				st, err := findStore(ctx, svc, store)
 				if err != nil {
@@ -79,6 +85,9 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 			rep, err := archive.Import(ctx, svc, file, opts)
 			if pr != nil {
 				pr.finish()
+			}
+			if trove.IsStoreNameTaken(err) {
+				return &exitError{code: exitConflict, err: fmt.Errorf("%s, or pass --allow-duplicate-name to have two (or --store NAME to fill that one); nothing was written", trove.ErrorMessage(err))}
 			}
 			if err != nil {
 				if rep != nil && rep.Resumable {
@@ -121,21 +130,25 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 	sf.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&store, "store", "", "fill this existing store (name or ID) instead of creating one")
+	f.StringVar(&name, "name", "", "name the created store NAME (default: the archive's store name)")
+	f.BoolVar(&allowDup, "allow-duplicate-name", false, "create the store although a live store already has its name")
 	f.StringVarP(&output, "output", "o", "text", "report format: text or json")
 	return cmd
 }
 
 // importTarget names where an import goes, for its journal: the server URL,
-// the PostgreSQL URL without password, or the absolute data directory.
-func importTarget(sf *storeFlags) string {
+// the PostgreSQL URL without password, or the absolute data directory, of
+// the target as resolved (--url, TROVE_URL, trove login, --data, …), not
+// only the flags.
+func importTarget(t *target) string {
 	switch {
-	case sf.url != "":
-		return sf.url
-	case sf.dbURL != "":
-		return postgres.RedactDSN(sf.dbURL)
+	case t.remote():
+		return t.url
+	case t.dbURL != "":
+		return postgres.RedactDSN(t.dbURL)
 	}
-	if abs, err := filepath.Abs(sf.data); err == nil {
+	if abs, err := filepath.Abs(t.data); err == nil {
 		return abs
 	}
-	return sf.data
+	return t.data
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
@@ -18,9 +20,11 @@ import (
 )
 
 // memPath normalises a path argument: a leading "/" is added and a
-// trailing one removed ("notes/" → "/notes"); "" and "/" are the root.
+// trailing one removed ("notes/" → "/notes"); "" and "/" are the root. It
+// is taken in Unicode NFC, as store paths are (a name pasted from macOS is
+// often NFD).
 func memPath(p string) string {
-	p = strings.TrimRight(p, "/")
+	p = strings.TrimRight(norm.NFC.String(p), "/")
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
@@ -76,9 +80,11 @@ one line with their memory count (0: every level). With -o json it prints the
 listing in the API's shape: memories, and memory_prefix items for folded
 directories.
 
---as-of shows the store as it was at a moment: a time (RFC 3339,
-2026-11-30T12:00:00Z), a version ID (memver_…) or a version number (the
-store's history is numbered 1, 2, 3…). A memory whose version then has been
+--as-of shows the store as it was at a moment: a duration ago (5m, 2h ago,
+3d), a date or a date and time in the local zone (2026-11-30, 2026-11-30
+12:00:00), an RFC 3339 time (2026-11-30T12:00:00Z), a version ID (memver_…)
+or a version number (the store's history is numbered 1, 2, 3…; see memories
+history). A time is echoed to stderr in UTC. A memory whose version then has been
 redacted is listed as redacted, without its path or content. With -o json it
 prints {"seq", "data": [versions]}.`,
 		Args: cobra.ExactArgs(1),
@@ -89,7 +95,7 @@ prints {"seq", "data": [versions]}.`,
 			var at trove.Moment
 			if asOf != "" {
 				var err error
-				if at, err = parseMoment("--as-of", asOf); err != nil {
+				if at, err = parseMoment(c.e.stderr, "--as-of", asOf); err != nil {
 					return err
 				}
 			}
@@ -161,7 +167,7 @@ prints {"seq", "data": [versions]}.`,
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "/", "directory to list")
 	cmd.Flags().IntVar(&depth, "depth", 0, "levels to show; deeper directories are folded (0: every level)")
-	cmd.Flags().StringVar(&asOf, "as-of", "", "show the store as it was at this moment (a time, a version ID or a version number)")
+	cmd.Flags().StringVar(&asOf, "as-of", "", "show the store as it was at this moment (5m, 2h ago, 2026-11-30, 2026-11-30 12:00, RFC 3339, a version ID or number)")
 	return cmd
 }
 
@@ -237,8 +243,8 @@ func (c *clientCmd) catCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cat STORE PATH [--as-of MOMENT]",
 		Short: "Print a memory's content, now or as it was at a moment",
-		Long: `cat prints a memory's content. With --as-of (a time, a version ID or a
-version number) it prints the content the memory had then, PATH being its
+		Long: `cat prints a memory's content. With --as-of (a duration ago, a date, a local
+date and time, an RFC 3339 time, a version ID or a version number) it prints the content the memory had then, PATH being its
 path then (or its ID); a redacted version is refused, its content is gone.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -261,13 +267,13 @@ path then (or its ID); a redacted version is refused, its content is gone.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&asOf, "as-of", "", "print the content at this moment (a time, a version ID or a version number)")
+	cmd.Flags().StringVar(&asOf, "as-of", "", "print the content at this moment (5m, 2h ago, 2026-11-30, 2026-11-30 12:00, RFC 3339, a version ID or number)")
 	return cmd
 }
 
 // catAsOf prints one memory as it was at a moment.
 func (c *clientCmd) catAsOf(cmd *cobra.Command, storeRef, ref, asOf string) error {
-	at, err := parseMoment("--as-of", asOf)
+	at, err := parseMoment(c.e.stderr, "--as-of", asOf)
 	if err != nil {
 		return err
 	}
@@ -585,7 +591,10 @@ func (c *clientCmd) historyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "history STORE PATH",
 		Short: "List a memory's versions, newest first (PATH may be a mem_ ID, also of a deleted memory)",
-		Args:  cobra.ExactArgs(2),
+		Long: `history lists a memory's versions, newest first. SEQ ("seq" with -o json) is
+the version's number in the store's history: a moment for --as-of, diff, fork
+and rollback --since.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, st, t, err := c.storeTree(cmd, args[0])
 			if err != nil {
@@ -608,7 +617,7 @@ func (c *clientCmd) historyCmd() *cobra.Command {
 				return trove.Errorf(trove.ENOTFOUND, "no versions of memory %s in store %q", id, st.Name)
 			}
 			if c.json() {
-				return c.printJSON(wirePage(vs, func(v trove.MemoryVersion) any { return httpapi.WireVersion(&v) }))
+				return c.printJSON(wirePage(vs, func(v trove.MemoryVersion) any { return httpapi.WireHistVersion(&v) }))
 			}
 			return c.versionTable(vs)
 		},
@@ -619,8 +628,14 @@ func (c *clientCmd) historyCmd() *cobra.Command {
 func listVersions(k *conn, storeID string, p trove.ListVersionsParams) ([]trove.MemoryVersion, error) {
 	var all []trove.MemoryVersion
 	p.Limit = 100
+	list := k.svc.ListVersions
+	if s, ok := k.svc.(interface {
+		ListVersionsWithSeq(context.Context, string, trove.ListVersionsParams) (*trove.Page[trove.MemoryVersion], error)
+	}); ok {
+		list = s.ListVersionsWithSeq // a server's /v1 versions carry no seq
+	}
 	for {
-		page, err := k.svc.ListVersions(k.ctx, storeID, p)
+		page, err := list(k.ctx, storeID, p)
 		if err != nil {
 			return nil, err
 		}
@@ -650,9 +665,13 @@ func (c *clientCmd) versionTable(vs []trove.MemoryVersion) error {
 		if v.RedactedAt != nil {
 			op += " (redacted)"
 		}
-		rows[i] = []string{v.ID, op, path, size, sha, actorText(v.CreatedBy), fmtTime(v.CreatedAt)}
+		seq := "-"
+		if v.Seq != 0 {
+			seq = strconv.FormatInt(v.Seq, 10)
+		}
+		rows[i] = []string{seq, v.ID, op, path, size, sha, actorText(v.CreatedBy), fmtTime(v.CreatedAt)}
 	}
-	return c.table([]string{"VERSION", "OPERATION", "PATH", "SIZE", "SHA256", "BY", "CREATED"}, rows)
+	return c.table([]string{"SEQ", "VERSION", "OPERATION", "PATH", "SIZE", "SHA256", "BY", "CREATED"}, rows)
 }
 
 func actorText(a *trove.Actor) string {

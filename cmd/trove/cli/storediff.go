@@ -13,20 +13,22 @@ func newDiffCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}
 	cmd := c.group("diff STORE FROM [TO]", "Show what changed in a store between two moments",
 		`diff compares a store at two moments: FROM, and TO (default: now). A moment
-is a time (RFC 3339, 2026-11-30T12:00:00Z), a version ID (memver_…), a version
-number (the store's history is numbered 1, 2, 3…) or "now". It lists the
+is a duration ago (5m, 2h ago, 3d), a date or a date and time in the local zone
+(2026-11-30, 2026-11-30 12:00:00), an RFC 3339 time (2026-11-30T12:00:00Z), a
+version ID (memver_…), a version number (the store's history is numbered 1, 2,
+3…; see memories history) or "now"; a time is echoed to stderr in UTC. It lists the
 memories added, removed, moved and changed, each with a unified diff of its
 content; a side that was redacted shows no text. With -o json it prints
 {"from_seq", "to_seq", "changes"}.`)
 	cmd.Args = cobra.RangeArgs(2, 3)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		from, err := parseMoment("FROM", args[1])
+		from, err := parseMoment(c.e.stderr, "FROM", args[1])
 		if err != nil {
 			return err
 		}
 		var to trove.Moment
 		if len(args) == 3 {
-			if to, err = parseMoment("TO", args[2]); err != nil {
+			if to, err = parseMoment(c.e.stderr, "TO", args[2]); err != nil {
 				return err
 			}
 		}

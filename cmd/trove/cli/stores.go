@@ -55,9 +55,10 @@ func newStoresCmd(e *env) *cobra.Command {
 
 	var desc string
 	var meta []string
+	var allowDup bool
 	create := &cobra.Command{
-		Use:   "create NAME [--description TEXT] [--metadata KEY=VALUE …]",
-		Short: "Create a store",
+		Use:   "create NAME [--description TEXT] [--metadata KEY=VALUE …] [--allow-duplicate-name]",
+		Short: "Create a store (refused when a live store already has the name)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			md, err := parseMetadata(meta, false)
@@ -73,6 +74,9 @@ func newStoresCmd(e *env) *cobra.Command {
 			for key, v := range md {
 				p.Metadata[key] = *v
 			}
+			if err := checkStoreName(k, p.Name, allowDup); err != nil {
+				return err
+			}
 			st, err := k.svc.CreateStore(k.ctx, p)
 			if err != nil {
 				return err
@@ -80,6 +84,7 @@ func newStoresCmd(e *env) *cobra.Command {
 			return c.showStore(st)
 		},
 	}
+	create.Flags().BoolVar(&allowDup, "allow-duplicate-name", false, "create the store although a live store already has this name")
 	create.Flags().StringVar(&desc, "description", "", "what the store holds")
 	create.Flags().StringArrayVar(&meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
 
@@ -186,17 +191,19 @@ func newStoresCmd(e *env) *cobra.Command {
 // forkCmd is stores fork: a new store from another as of a moment.
 func (c *clientCmd) forkCmd() *cobra.Command {
 	var desc, asOf string
+	var allowDup bool
 	cmd := &cobra.Command{
-		Use:   "fork STORE NAME [--as-of MOMENT] [--description TEXT]",
+		Use:   "fork STORE NAME [--as-of MOMENT] [--description TEXT] [--allow-duplicate-name]",
 		Short: "Create a store holding another store's memories, now or as of a moment",
 		Long: `fork creates the store NAME with a copy of every memory of STORE as it was
-at --as-of (a time, a version ID or a version number; default now), in one
+at --as-of (5m, 2h ago, 2026-11-30, 2026-11-30 12:00 in the local zone, an RFC
+3339 time, a version ID or a version number; default now), in one
 transaction. Each copied memory's first version names the version it came from
 (its origin). Memories whose version then was redacted are not copied. Later
 writes to either store do not affect the other.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			at, err := parseMoment("--as-of", asOf)
+			at, err := parseMoment(c.e.stderr, "--as-of", asOf)
 			if err != nil {
 				return err
 			}
@@ -207,6 +214,9 @@ writes to either store do not affect the other.`,
 			defer k.close()
 			h, err := k.history()
 			if err != nil {
+				return err
+			}
+			if err := checkStoreName(k, args[1], allowDup); err != nil {
 				return err
 			}
 			r, err := h.ForkStore(k.ctx, st.ID, trove.ForkStoreParams{Name: args[1], Description: desc, AsOf: at})
@@ -226,7 +236,21 @@ writes to either store do not affect the other.`,
 	}
 	cmd.Flags().StringVar(&asOf, "as-of", "", "fork the store as it was at this moment (default now)")
 	cmd.Flags().StringVar(&desc, "description", "", "what the new store holds")
+	cmd.Flags().BoolVar(&allowDup, "allow-duplicate-name", false, "fork although a live store already has the name NAME")
 	return cmd
+}
+
+// checkStoreName refuses (exit 4) a store name that a live store of the
+// workspace already has, unless allow (trove.CheckStoreNameFree).
+func checkStoreName(k *conn, name string, allow bool) error {
+	if allow {
+		return nil
+	}
+	err := trove.CheckStoreNameFree(k.ctx, k.svc, name)
+	if trove.IsStoreNameTaken(err) {
+		return &exitError{code: exitConflict, err: fmt.Errorf("%s, or pass --allow-duplicate-name to have two", trove.ErrorMessage(err))}
+	}
+	return err
 }
 
 // showStore prints a store as fields, or its JSON.
