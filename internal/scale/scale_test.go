@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,7 @@ var (
 	drivers = flag.String("drivers", "sqlite,postgres", "drivers to measure")
 	iters   = flag.Int("iters", 200, "calls measured per call kind (each after 10 unmeasured)")
 	report  = flag.String("report", "", "write the markdown tables here")
+	keep    = flag.String("keep", "", "keep the databases for inspection (EXPLAIN): SQLite's as DIR/scale-<pct>.db, PostgreSQL's as schema scale_keep_<pct> (both replaced if they exist)")
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -82,7 +84,7 @@ func TestScale(t *testing.T) {
 		for _, pct := range pcts {
 			r := &run{driver: drv, pct: pct, calls: map[string]result{}}
 			t.Run(fmt.Sprintf("%s/%g%%", drv, pct), func(t *testing.T) {
-				d, size := open(t, drv)
+				d, size := open(t, drv, pct)
 				measureRun(t, r, d, size, perStore, n)
 				t.Log("\n" + render([]*run{r})) // this run's figures, kept should a later one fail
 			})
@@ -102,11 +104,20 @@ func TestScale(t *testing.T) {
 
 // open opens a fresh migrated database of drv and a function giving its
 // size on disk.
-func open(t *testing.T, drv string) (storage.Driver, func() int64) {
+func open(t *testing.T, drv string, pct float64) (storage.Driver, func() int64) {
 	ctx := context.Background()
 	switch drv {
 	case "sqlite":
 		path := filepath.Join(t.TempDir(), "trove.db")
+		if *keep != "" {
+			path = filepath.Join(*keep, fmt.Sprintf("scale-%g.db", pct))
+			for _, f := range []string{path, path + "-wal", path + "-shm"} {
+				if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("keeping the database: %s", path)
+		}
 		db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true})
 		if err != nil {
 			t.Fatal(err)
@@ -123,6 +134,9 @@ func open(t *testing.T, drv string) (storage.Driver, func() int64) {
 		}
 	case "postgres":
 		url := pgtest.SchemaURL(t)
+		if *keep != "" {
+			url = keptSchema(t, fmt.Sprintf("scale_keep_%g", pct))
+		}
 		db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, MaxConns: 8})
 		if err != nil {
 			t.Fatal(err)
@@ -144,6 +158,30 @@ func open(t *testing.T, drv string) (storage.Driver, func() int64) {
 	}
 	t.Fatalf("unknown driver %q", drv)
 	return nil, nil
+}
+
+// keptSchema is a fresh PostgreSQL schema called name that outlives the
+// test (-keep), and its URL.
+func keptSchema(t *testing.T, name string) string {
+	ctx := context.Background()
+	base := pgtest.URL(t)
+	c, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	t.Logf("keeping the database: schema %s", name)
+	return u.String()
 }
 
 func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, perStore, n int) {
