@@ -33,8 +33,8 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 }
 
 // VersionAsOf returns each memory's newest version with seq <= p.Seq that
-// is not a deletion, ordered bytewise (COLLATE "C") by (coalesce(path,
-// ”), memory_id). Its cost does not grow with the store's history
+// is not a deletion, ordered bytewise (COLLATE "C") by path, a redacted
+// one's NULL path first, then memory ID. Its cost does not grow with the store's history
 // (docs/perf/scale.md):
 //
 //   - one memory (p.MemoryID): one probe of versions_by_memory_seq for the
