@@ -45,6 +45,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // result is one call kind's figures at one scale.
 type result struct {
 	p50, p99, cpu time.Duration
+	failed        error // the call failed: no figures
 }
 
 // run is one driver at one scale.
@@ -426,13 +427,16 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			}
 			return err
 		}, iters: 3, warm: 1, per: w.HistoryN},
-		{name: "fork of a bulk store, per memory", fn: func(i int) error {
-			f, err := svc.ForkStore(ctx, s0, trove.ForkStoreParams{Name: fmt.Sprintf("fork-%d", i)})
-			if err == nil && f.Copied != perStore {
-				err = fmt.Errorf("forked %d memories, want %d", f.Copied, perStore)
+		{name: "fork of the history store, per memory", fn: func(i int) error {
+			// The history store's 1,000 memories at every scale: a fork of a
+			// full bulk store (10,000) on PostgreSQL outlasted core's write
+			// deadline on the loaded machine (docs/perf/scale.md).
+			f, err := svc.ForkStore(ctx, hist, trove.ForkStoreParams{Name: fmt.Sprintf("fork-%d", i)})
+			if err == nil && f.Copied != len(w.HistIDs) {
+				err = fmt.Errorf("forked %d memories, want %d", f.Copied, len(w.HistIDs))
 			}
 			return err
-		}, iters: 3, warm: 1, per: perStore},
+		}, iters: 5, warm: 1, per: len(w.HistIDs)},
 		{name: "directory rename (100 memories), per memory", fn: func(i int) error {
 			d := fmt.Sprintf("/d%02d", i%100)
 			c, err := svc.RenameDirectory(ctx, s0, trove.RenameDirectoryParams{From: d, To: "/moved" + d})
@@ -455,19 +459,27 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 		}
 		lat := make([]time.Duration, 0, iters)
 		var cpu time.Duration
+		var failed error
 		for i := range warm + iters {
 			c0, t0 := loadgen.ProcessCPU(), time.Now()
 			if err := c.fn(i); err != nil {
-				t.Fatalf("%s #%d: %v", c.name, i, err)
+				// Reported, and the other calls still measured.
+				failed = fmt.Errorf("%s #%d: %w", c.name, i, err)
+				t.Error(failed)
+				break
 			}
 			if i >= warm {
 				lat = append(lat, time.Since(t0)/time.Duration(per))
 				cpu += (loadgen.ProcessCPU() - c0) / time.Duration(per)
 			}
 		}
+		r.order = append(r.order, c.name)
+		if failed != nil {
+			r.calls[c.name] = result{failed: failed}
+			continue
+		}
 		slices.Sort(lat)
 		r.calls[c.name] = result{p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)], cpu: cpu / time.Duration(len(lat))}
-		r.order = append(r.order, c.name)
 	}
 }
 
@@ -506,6 +518,10 @@ func render(runs []*run) string {
 		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, name := range lo.order {
 			a, z := lo.calls[name], hi.calls[name]
+			if a.failed != nil || z.failed != nil {
+				fmt.Fprintf(&b, "| %s | failed: %v / %v |||||||||\n", name, a.failed, z.failed)
+				continue
+			}
 			ratio := func(x, y time.Duration) string {
 				if x <= 0 {
 					return "–"
