@@ -382,14 +382,14 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 		}},
 		{name: "console store page", fn: func(i int) error { return page("/console/stores/" + s0) }},
 		{name: "console store stats", fn: func(i int) error { return page("/console/stores/" + s0 + "/stats") }},
-		{name: "search, selective word, all stores", fn: search(selective, false), iters: 30},
-		{name: "search, selective word, one store", fn: search(selective, true), iters: 30},
-		{name: "search, frequent word, all stores", fn: search(word("alpha"), false), iters: 30},
-		{name: "search, frequent word, one store", fn: search(word("alpha"), true), iters: 30},
-		{name: "search, phrase, all stores", fn: search(word(`"alpha bravo"`), false), iters: 30},
-		{name: "search, phrase, one store", fn: search(word(`"alpha bravo"`), true), iters: 30},
-		{name: "search, prefix, all stores", fn: search(word("char"), false), iters: 30},
-		{name: "search, prefix, one store", fn: search(word("char"), true), iters: 30},
+		{name: "search, selective word, all stores", fn: search(selective, false), iters: 10, warm: 2},
+		{name: "search, selective word, one store", fn: search(selective, true), iters: 10, warm: 2},
+		{name: "search, frequent word, all stores", fn: search(word("alpha"), false), iters: 10, warm: 2},
+		{name: "search, frequent word, one store", fn: search(word("alpha"), true), iters: 10, warm: 2},
+		{name: "search, phrase, all stores", fn: search(word(`"alpha bravo"`), false), iters: 10, warm: 2},
+		{name: "search, phrase, one store", fn: search(word(`"alpha bravo"`), true), iters: 10, warm: 2},
+		{name: "search, prefix, all stores", fn: search(word("char"), false), iters: 10, warm: 2},
+		{name: "search, prefix, one store", fn: search(word("char"), true), iters: 10, warm: 2},
 		{name: "console tree directory", fn: func(i int) error {
 			return page(fmt.Sprintf("/console/stores/%s/tree?dir=/d%02d/", s0, rng.IntN(100)))
 		}},
@@ -398,7 +398,7 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 		}},
 		{name: "console search page (selective word)", fn: func(i int) error {
 			return page("/console/search?q=" + url.QueryEscape(selective()))
-		}, iters: 30},
+		}, iters: 10, warm: 2},
 		{name: "sync no-change pass (first bulk store)", fn: func(i int) error {
 			if engine == nil { // the first call downloads the store, unmeasured (warm)
 				var err error
