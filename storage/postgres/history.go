@@ -113,7 +113,11 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	live := w.sql()
 	liveLimit := w.limit(p.Limit)
 	w.conds = nil
-	w.add("store_id = ? AND seq > ?", p.StoreID, p.Seq)
+	// seq <= head bounds the range for the planner too: without it, the
+	// statistics of seq over every store's history make "seq > S" look
+	// like most of the store, and it plans a parallel scan whose worker
+	// start-up alone took 58 ms (EXPLAIN ANALYZE at 1 %) for 10 rows.
+	w.add("store_id = ? AND seq > ? AND seq <= ?", p.StoreID, p.Seq, head)
 	touched := w.sql()
 	w.conds = nil
 	w.add("y.memory_id = c.mid AND y.seq <= ? AND "+storeOnly("y"), p.Seq, p.StoreID)
