@@ -145,7 +145,11 @@ func open(t *testing.T, drv string, pct float64) (storage.Driver, func() int64, 
 		if *keep != "" {
 			url = keptSchema(t, fmt.Sprintf("scale_keep_%g", pct))
 		}
-		db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, MaxConns: 8})
+		// Longer bounds than a server's defaults (30 s a call, 5 s idle in
+		// a transaction): on the shared machine under a load of 30 a build
+		// transaction of 2,000 history updates outlasted 30 s. The figures
+		// are costs, not deadlines.
+		db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, MaxConns: 8, OpTimeout: 10 * time.Minute, IdleInTxTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
