@@ -151,6 +151,11 @@ type Tx interface {
 	// OpDeleted; ordered by (path, memory ID) with a redacted version's
 	// NULL path first (as ""). Filters: MemoryID, Path (exact), Prefix
 	// (redacted versions never match a non-empty prefix), After.
+	// It relies on what core keeps in every write transaction: the store's
+	// memories are the live memories of its history, each with the path
+	// and the ID (VersionID) of its newest version; a driver may read the
+	// state as of a recent moment from them and the versions since, so the
+	// cost of a page does not grow with the history before the moment.
 	VersionAsOf(ctx context.Context, p VersionAsOfParams) ([]trove.MemoryVersion, error)
 	// VersionGet returns a version of a store, or ENOTFOUND.
 	VersionGet(ctx context.Context, storeID, id string, withContent bool) (*trove.MemoryVersion, error)

@@ -150,9 +150,11 @@ func (t *tx) VersionGet(ctx context.Context, storeID, id string, withContent boo
 // filters of p (empty strings are no filter).
 func (t *tx) VersionList(ctx context.Context, p storage.VersionListParams) ([]trove.MemoryVersion, error) {
 	var w where
-	w.add("store_id = ?", p.StoreID)
 	if p.MemoryID != "" {
 		w.add("memory_id = ?", p.MemoryID)
+		w.add(storeOnly("versions"), p.StoreID)
+	} else {
+		w.add("store_id = ?", p.StoreID)
 	}
 	actor := func(typ trove.ActorType, id string) {
 		if id != "" {

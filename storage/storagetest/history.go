@@ -120,12 +120,28 @@ func testVersionAsOf(t *testing.T, d storage.Driver) {
 		{"mem_A", "/b/a", "a3", trove.OpCreated},
 	}
 	var all []trove.MemoryVersion
+	// The memories are kept as core keeps them: the live ones, each with
+	// its newest version (VersionAsOf may read a recent moment from them).
 	write(t, d, func(ctx context.Context, tx storage.Tx) error {
 		for i, st := range steps {
 			v := &trove.MemoryVersion{ID: trove.NewID(trove.PrefixVersion, secs(10*(i+1))), StoreID: s.ID, MemoryID: st.mem,
 				Operation: st.op, Path: strPtr(st.path), CreatedAt: secs(10 * (i + 1))}
 			if st.op != trove.OpDeleted {
 				v.Content, v.SizeBytes, v.SHA256 = strPtr(st.content), intPtr(len(st.content)), strPtr(sha(st.content))
+			}
+			m := &trove.Memory{ID: st.mem, StoreID: s.ID, Path: st.path, Content: v.Content, SizeBytes: len(st.content), SHA256: sha(st.content),
+				VersionID: v.ID, CreatedAt: v.CreatedAt, UpdatedAt: v.CreatedAt}
+			var err error
+			switch st.op {
+			case trove.OpCreated:
+				err = tx.MemoryInsert(ctx, m)
+			case trove.OpModified:
+				err = tx.MemoryUpdate(ctx, m)
+			case trove.OpDeleted:
+				err = tx.MemoryDelete(ctx, s.ID, st.mem)
+			}
+			if err != nil {
+				return err
 			}
 			if err := tx.VersionInsert(ctx, v); err != nil {
 				return err

@@ -1,0 +1,10 @@
+-- 0014: as-of reads flat in the store's history (issue 24, docs/perf/scale.md).
+-- "The newest version of memory M with seq <= S" was a walk over all of M's
+-- versions through versions_by_memory (ordered by time, not seq); with this
+-- index it is one probe, whatever the length of M's history. As-of pages
+-- and reads of a recent moment use it too: the live memories untouched
+-- since the moment (a probe each for "no version after S"), patched with
+-- the as-of versions of the memories touched since (storage/sqlite VersionAsOf).
+-- The cost: one more index entry per version written.
+
+CREATE INDEX versions_by_memory_seq ON versions (memory_id, seq);
