@@ -63,7 +63,7 @@ func (h *Handler) asOfPage(w http.ResponseWriter, r *http.Request, s *signed) er
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	at, err := parseAt(q.Get("at"))
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func (h *Handler) asOfMemoryPage(w http.ResponseWriter, r *http.Request, s *sign
 	if err != nil {
 		return err
 	}
-	at, err := parseAt(r.URL.Query().Get("at"))
+	at, err := parseAt(query(r).Get("at"))
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (h *Handler) changesPage(w http.ResponseWriter, r *http.Request, s *signed)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	if strings.TrimSpace(q.Get("from")) == "" {
 		return trove.Errorf(trove.EINVALID, "choose the moment to compare from (a time, a version number or a version ID)")
 	}
@@ -218,7 +218,7 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	p, err := rollbackParams(q.Get("actor"), q.Get("since"))
 	if err != nil {
 		return err
