@@ -169,7 +169,22 @@ type RollbackParams struct {
 	// rolled back. Without Force any conflict refuses the whole rollback
 	// (ECONFLICT) and nothing changes.
 	Force bool
+	// Limit bounds the changes and the conflicts the result lists (each
+	// list at most Limit; the totals are always whole): 0 lists them all
+	// (an in-process caller's choice), else 1 to MaxRollbackPageSize. The
+	// HTTP API always pages, DefaultRollbackPageSize by default.
+	Limit int
+	// Cursor is a dry run's RollbackResult.NextPage: the next Limit of
+	// each list of the same dry run (same actor, moment and Force). Only
+	// with DryRun; ECONFLICT when the store changed since the first page.
+	Cursor string
 }
+
+// Bounds of a rollback's listing (RollbackParams.Limit).
+const (
+	DefaultRollbackPageSize = 100
+	MaxRollbackPageSize     = 1000
+)
 
 // RollbackAction is what rolling a memory back does.
 type RollbackAction string
@@ -204,11 +219,20 @@ type RollbackConflict struct {
 
 // RollbackResult is the change set (Changes), what it refuses (Conflicts),
 // and whether it was applied. Since is the moment resolved to a Seq.
+//
+// With RollbackParams.Limit the lists are one page: Changes and Conflicts
+// hold at most Limit each, ChangesTotal and ConflictsTotal count the whole
+// change set, and NextPage, when not "", continues a dry run (or a
+// refused rollback, read as a dry run) with the next Limit of each. An
+// applied rollback is not continued: its totals say what it did.
 type RollbackResult struct {
-	SinceSeq  int64
-	Changes   []RollbackChange
-	Conflicts []RollbackConflict
-	Applied   bool
+	SinceSeq       int64
+	Changes        []RollbackChange
+	Conflicts      []RollbackConflict
+	ChangesTotal   int
+	ConflictsTotal int
+	NextPage       string
+	Applied        bool
 }
 
 // AuditBreak is where a store's hash chain first fails: the version (ID and

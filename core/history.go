@@ -561,8 +561,15 @@ var errDryRun = errors.New("core: dry run")
 // and the result (Applied false) lists the conflicts. p.DryRun computes
 // exactly what would be applied (in a transaction that is rolled back).
 //
+// The result lists at most p.Limit changes and conflicts (0: all), with
+// the totals and, for a dry run or a refusal, NextPage: p.Cursor reads the
+// next p.Limit of each, recomputing the same dry run, which is the same
+// only while the store's newest version is the one the first page saw
+// (ECONFLICT otherwise: preview again).
+//
 // EINVALID unless exactly one of SessionID and APIKeyID is set, for a
-// missing or bad Since, or on an archived store; ENOTFOUND for a store the
+// missing or bad Since, a bad Limit or Cursor (a cursor without DryRun, or
+// another actor's), or on an archived store; ENOTFOUND for a store the
 // caller cannot read; EFORBIDDEN for a session with the store read_only.
 func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.RollbackParams) (*trove.RollbackResult, error) {
 	pr, err := principal(ctx)
@@ -578,13 +585,26 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 	default:
 		return nil, trove.Errorf(trove.EINVALID, "name exactly one actor to roll back: a session ID or an API key ID")
 	}
-	if p.Since.IsZero() {
+	if p.Limit < 0 || p.Limit > trove.MaxRollbackPageSize {
+		return nil, trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", trove.MaxRollbackPageSize, p.Limit)
+	}
+	whoID, _ := who.ID()
+	var pin *rollbackPin
+	if p.Cursor != "" {
+		if !p.DryRun {
+			return nil, trove.Errorf(trove.EINVALID, "page continues a dry run's listing: send it with dry_run true (a rollback is applied whole, never a page of it)")
+		}
+		if pin, err = decodeRollbackCursor(p.Cursor, whoID); err != nil {
+			return nil, err
+		}
+	} else if p.Since.IsZero() {
 		return nil, trove.Errorf(trove.EINVALID, "say since when to roll back (a time, a version ID or a version number)")
 	}
 	if err := checkWritable(pr, storeID); err != nil {
 		return nil, err
 	}
 	var out *trove.RollbackResult
+	var head int64
 	// The transaction is run unmapped: errDryRun is how a dry run rolls
 	// back, not an error, so it is neither logged nor turned into
 	// EINTERNAL (mapErr), only the real failures are.
@@ -594,7 +614,15 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 		if err != nil {
 			return err
 		}
-		if out.SinceSeq, err = resolveMoment(ctx, tx, storeID, p.Since); err != nil {
+		if head, err = tx.StoreSeq(ctx, storeID); err != nil {
+			return err
+		}
+		if pin != nil {
+			if head != pin.head {
+				return trove.Errorf(trove.ECONFLICT, "memory store %s changed since this dry run's first page (its newest version was %d, now %d): preview the rollback again from the start", storeID, pin.head, head)
+			}
+			out.SinceSeq = pin.since
+		} else if out.SinceSeq, err = resolveMoment(ctx, tx, storeID, p.Since); err != nil {
 			return err
 		}
 		if err := s.planRollback(ctx, tx, storeID, who, out); err != nil {
@@ -618,7 +646,59 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 	if err != nil && !errors.Is(err, errDryRun) {
 		return nil, s.mapErr(ctx, "RollbackActor", err)
 	}
+	out.ChangesTotal, out.ConflictsTotal = len(out.Changes), len(out.Conflicts)
+	if p.Limit > 0 {
+		off := 0
+		if pin != nil {
+			off = pin.offset
+		}
+		out.Changes = pageOf(out.Changes, off, p.Limit)
+		out.Conflicts = pageOf(out.Conflicts, off, p.Limit)
+		if !out.Applied && off+p.Limit < max(out.ChangesTotal, out.ConflictsTotal) {
+			out.NextPage = encodeCursor(cursorJSON{K: kindRollback, S: fmt.Sprintf("%d:%d", out.SinceSeq, head), I: strconv.Itoa(off + p.Limit), F: whoID})
+		}
+	}
 	return out, nil
+}
+
+// kindRollback is the cursor kind of a rollback dry run's listing:
+// {"v":1,"k":"r","s":"<since seq>:<head seq>","i":"<offset>","f":"<actor id>"}.
+// Unlike the other cursors it holds an offset: a dry run is recomputed
+// whole for each page, and its order is fixed while the store's head is
+// the pinned one (checked).
+const kindRollback = "r"
+
+// rollbackPin is what a rollback cursor pins.
+type rollbackPin struct {
+	since, head int64
+	offset      int
+}
+
+func decodeRollbackCursor(s, actorID string) (*rollbackPin, error) {
+	c, err := decodeCursor(s, kindRollback)
+	if err != nil {
+		return nil, err
+	}
+	var pin rollbackPin
+	if _, err := fmt.Sscanf(c.S, "%d:%d", &pin.since, &pin.head); err != nil || pin.since < 0 || pin.head < 0 {
+		return nil, errBadCursor()
+	}
+	if pin.offset, err = strconv.Atoi(c.I); err != nil || pin.offset < 0 {
+		return nil, errBadCursor()
+	}
+	if c.F != actorID {
+		return nil, trove.Errorf(trove.EINVALID, "this page cursor continues the dry run of another actor's rollback (%s), not %s's", c.F, actorID)
+	}
+	return &pin, nil
+}
+
+// pageOf returns the limit items of xs from off (a new slice, so the rest
+// is not kept).
+func pageOf[T any](xs []T, off, limit int) []T {
+	if off >= len(xs) {
+		return []T{}
+	}
+	return slices.Clone(xs[off:min(len(xs), off+limit)])
 }
 
 // planRollback fills out.Changes and out.Conflicts (the ones visible
@@ -789,8 +869,10 @@ func describeActor(a *trove.Actor) string {
 	return id
 }
 
-// verifyPage is how many versions VerifyStore reads at a time.
-const verifyPage = 1000
+// verifyPage is how many versions VerifyStore reads at a time, with their
+// content: at most 64 × Limits.MaxContentBytes (6.4 MiB) held at once,
+// whatever the store's history.
+const verifyPage = 64
 
 // VerifyStore recomputes a store's hash chain (trove.HistoryService) and
 // reports the first break: for every version in Seq order it checks that

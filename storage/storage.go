@@ -310,6 +310,12 @@ type EventListParams struct {
 	// CreatedAfter and CreatedBefore are exclusive bounds on processed_at.
 	CreatedAfter  *time.Time
 	CreatedBefore *time.Time
+	// MaxBytes, when > 0, bounds what one listing holds in memory: the
+	// list ends after the event whose Body takes the listed Bodies' bytes
+	// past MaxBytes (so it holds at least one event, and a caller that
+	// keeps the events within MaxBytes knows from the extra one that more
+	// follow).
+	MaxBytes int
 }
 
 // DreamListParams filters DreamList.

@@ -81,7 +81,7 @@ func (t *tx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.
 	}
 	q := "SELECT " + eventCols + " FROM session_events WHERE " + w.sql() + order
 	q += w.limit(p.Limit)
-	return t.eventQuery(ctx, q, w.args...)
+	return t.eventQueryMax(ctx, p.MaxBytes, q, w.args...)
 }
 
 // EventGet returns one event of a session, or ENOTFOUND.
@@ -102,6 +102,12 @@ func (t *tx) EventListByRef(ctx context.Context, sessionID, refID string) ([]tro
 }
 
 func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.SessionEvent, error) {
+	return t.eventQueryMax(ctx, 0, q, args...)
+}
+
+// eventQueryMax reads events; with maxBytes > 0 it stops after the event
+// whose Body takes the read Bodies past maxBytes (EventListParams.MaxBytes).
+func (t *tx) eventQueryMax(ctx context.Context, maxBytes int, q string, args ...any) ([]trove.SessionEvent, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err)
@@ -121,6 +127,11 @@ func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.Ses
 			e.RefID = *ref
 		}
 		out = append(out, e)
+		if maxBytes > 0 {
+			if maxBytes -= len(e.Body); maxBytes < 0 {
+				break
+			}
+		}
 	}
 	return out, translate(rows.Err())
 }

@@ -76,7 +76,7 @@ func (t *tx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.
 	if p.CreatedBefore != nil {
 		w.add("processed_at < ?", ceilMicros(*p.CreatedBefore))
 	}
-	return t.eventQuery(ctx, `SELECT `+eventCols+` FROM session_events`+w.String()+order+` LIMIT ?`,
+	return t.eventQueryMax(ctx, p.MaxBytes, `SELECT `+eventCols+` FROM session_events`+w.String()+order+` LIMIT ?`,
 		append(w.args, limitArg(p.Limit))...)
 }
 
@@ -98,6 +98,12 @@ func (t *tx) EventListByRef(ctx context.Context, sessionID, refID string) ([]tro
 }
 
 func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.SessionEvent, error) {
+	return t.eventQueryMax(ctx, 0, q, args...)
+}
+
+// eventQueryMax reads events; with maxBytes > 0 it stops after the event
+// whose Body takes the read Bodies past maxBytes (EventListParams.MaxBytes).
+func (t *tx) eventQueryMax(ctx context.Context, maxBytes int, q string, args ...any) ([]trove.SessionEvent, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -116,6 +122,11 @@ func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.Ses
 		e.ProcessedAt = fromMicros(at)
 		e.RefID = ref.String
 		out = append(out, e)
+		if maxBytes > 0 {
+			if maxBytes -= len(e.Body); maxBytes < 0 {
+				break
+			}
+		}
 	}
 	return out, translate(rows.Err())
 }
