@@ -337,6 +337,11 @@ type MemorySearchParams struct {
 	Prefix      string // path prefix; "" for all
 	After       *SearchPosition
 	Limit       int
+	// MaxBytes, when > 0, bounds the hits' contents held at once: the
+	// hits end after the one whose content takes them past MaxBytes (at
+	// least one hit; one more than a caller keeping MaxBytes takes, which
+	// tells it more follow).
+	MaxBytes int
 }
 
 // SearchPosition is a keyset cursor position in a list ordered by

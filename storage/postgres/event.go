@@ -114,6 +114,7 @@ func (t *tx) eventQueryMax(ctx context.Context, maxBytes int, q string, args ...
 	}
 	defer rows.Close()
 	out := []trove.SessionEvent{}
+	budget := maxBytes
 	for rows.Next() {
 		var e trove.SessionEvent
 		var typ, id string
@@ -127,10 +128,8 @@ func (t *tx) eventQueryMax(ctx context.Context, maxBytes int, q string, args ...
 			e.RefID = *ref
 		}
 		out = append(out, e)
-		if maxBytes > 0 {
-			if maxBytes -= len(e.Body); maxBytes < 0 {
-				break
-			}
+		if budget -= len(e.Body); maxBytes > 0 && budget < 0 {
+			break
 		}
 	}
 	return out, translate(rows.Err())
