@@ -89,6 +89,7 @@ var tests = []struct {
 	{"Fork", testFork},
 	{"Audit", testAudit},
 	{"RollbackPoisonedSession", testRollbackPoisonedSession},
+	{"RollbackPaging", testRollbackPaging},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},
