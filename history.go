@@ -253,7 +253,8 @@ type AuditBreak struct {
 // version after it (a history that starts after Seq 1 starts that way).
 // HeadSeq and Head are the store's newest Seq and chain hash: record Head
 // elsewhere to detect a rewrite of the whole chain later. OK is true when
-// Break is nil.
+// Break is nil. Gaps lists the first MaxAuditGaps gaps (retention can
+// leave one between most retained versions); GapsTotal counts them all.
 type AuditReport struct {
 	StoreID    string
 	HeadSeq    int64
@@ -262,10 +263,15 @@ type AuditReport struct {
 	Unchained  int
 	Redacted   int
 	Gaps       [][2]int64
+	GapsTotal  int
 	OK         bool
 	Break      *AuditBreak
 	VerifiedAt time.Time
 }
+
+// MaxAuditGaps bounds AuditReport.Gaps, so that a report's size does not
+// grow with the history.
+const MaxAuditGaps = 1000
 
 // HistoryService is a Trove extension (not part of the hosted API) over a
 // store's immutable versions: the store as of any moment, the difference

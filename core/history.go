@@ -924,7 +924,7 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 			for i := range page {
 				v := &page[i]
 				if v.Seq != lastSeq+1 {
-					out.Gaps = append(out.Gaps, [2]int64{lastSeq + 1, v.Seq - 1})
+					addGap(out, lastSeq+1, v.Seq-1)
 					if s.deletedOutsideRetention(last) {
 						fail(v, "versions %d to %d before this one are missing, but they were written after version %d (%s), within the retention period: they were deleted outside retention", lastSeq+1, v.Seq-1, lastSeq, last.CreatedAt.Format(time.RFC3339))
 						break
@@ -944,7 +944,7 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 			return nil
 		}
 		if lastSeq < headSeq {
-			out.Gaps = append(out.Gaps, [2]int64{lastSeq + 1, headSeq})
+			addGap(out, lastSeq+1, headSeq)
 			if s.deletedOutsideRetention(last) {
 				fail(last, "the newest versions %d to %d are missing, but they were written after this version (%s), within the retention period: they were deleted outside retention", lastSeq+1, headSeq, last.CreatedAt.Format(time.RFC3339))
 			}
@@ -958,6 +958,14 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 	}
 	out.OK = out.Break == nil
 	return out, nil
+}
+
+// addGap counts a gap and lists it among the first trove.MaxAuditGaps.
+func addGap(out *trove.AuditReport, from, to int64) {
+	out.GapsTotal++
+	if len(out.Gaps) < trove.MaxAuditGaps {
+		out.Gaps = append(out.Gaps, [2]int64{from, to})
+	}
 }
 
 // deletedOutsideRetention reports whether versions missing right after

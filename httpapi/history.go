@@ -28,7 +28,7 @@ import (
 //	     (at most limit changes and limit conflicts listed, 100 by default, 1,000 at most;
 //	     next_page continues a dry run: send it as "page" with dry_run true)
 //	GET  /trove/v1/memory_stores/{id}/audit/verify
-//	     → {"memory_store_id", "head_seq", "head", "verified", "unchained", "redacted", "gaps", "ok", "break", "verified_at"}
+//	     → {"memory_store_id", "head_seq", "head", "verified", "unchained", "redacted", "gaps", "gaps_total", "ok", "break", "verified_at"}
 //
 // A version here is the /v1 memory_version object plus "seq", "leaf_hash",
 // "chain_hash" (lowercase hex, null before the chain existed) and "origin"
@@ -135,6 +135,7 @@ type wireAuditReport struct {
 	Unchained     int             `json:"unchained"`
 	Redacted      int             `json:"redacted"`
 	Gaps          [][2]int64      `json:"gaps"`
+	GapsTotal     int             `json:"gaps_total"`
 	OK            bool            `json:"ok"`
 	Break         *wireAuditBreak `json:"break"`
 	VerifiedAt    string          `json:"verified_at"`
@@ -198,7 +199,7 @@ func rollbackResultToWire(r *trove.RollbackResult) wireRollbackResult {
 
 func auditReportToWire(r *trove.AuditReport) wireAuditReport {
 	out := wireAuditReport{MemoryStoreID: r.StoreID, HeadSeq: r.HeadSeq, Head: r.Head, Verified: r.Verified, Unchained: r.Unchained,
-		Redacted: r.Redacted, Gaps: r.Gaps, OK: r.OK, VerifiedAt: formatTime(r.VerifiedAt)}
+		Redacted: r.Redacted, Gaps: r.Gaps, GapsTotal: r.GapsTotal, OK: r.OK, VerifiedAt: formatTime(r.VerifiedAt)}
 	if out.Gaps == nil {
 		out.Gaps = [][2]int64{}
 	}
@@ -566,7 +567,7 @@ func (c *Client) VerifyStore(ctx context.Context, storeID string) (*trove.AuditR
 		return nil, err
 	}
 	out := &trove.AuditReport{StoreID: w.MemoryStoreID, HeadSeq: w.HeadSeq, Head: w.Head, Verified: w.Verified, Unchained: w.Unchained,
-		Redacted: w.Redacted, Gaps: w.Gaps, OK: w.OK, VerifiedAt: parseTime(w.VerifiedAt)}
+		Redacted: w.Redacted, Gaps: w.Gaps, GapsTotal: w.GapsTotal, OK: w.OK, VerifiedAt: parseTime(w.VerifiedAt)}
 	if w.Break != nil {
 		out.Break = &trove.AuditBreak{VersionID: w.Break.MemoryVersionID, Seq: w.Break.Seq, Problem: w.Break.Problem}
 	}
