@@ -701,13 +701,14 @@ func pageOf[T any](xs []T, off, limit int) []T {
 	return slices.Clone(xs[off:min(len(xs), off+limit)])
 }
 
+// rollbackScanPage is how many versions planRollback reads at a time.
+const rollbackScanPage = 256
+
 // planRollback fills out.Changes and out.Conflicts (the ones visible
-// before applying anything) from the store's history after out.SinceSeq.
+// before applying anything) from the store's history after out.SinceSeq,
+// read a page at a time: what it keeps is a copy of two versions per
+// memory the actor wrote, not the history.
 func (s *Service) planRollback(ctx context.Context, tx storage.Tx, storeID string, who trove.Actor, out *trove.RollbackResult) error {
-	history, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: storeID, AfterSeq: out.SinceSeq})
-	if err != nil {
-		return err
-	}
 	type track struct {
 		first   int64                // seq of the actor's first write after the moment
 		current *trove.MemoryVersion // newest version
@@ -715,22 +716,33 @@ func (s *Service) planRollback(ctx context.Context, tx storage.Tx, storeID strin
 	}
 	tracks := map[string]*track{}
 	var order []string
-	for i := range history {
-		v := &history[i]
-		mine := v.CreatedBy != nil && *v.CreatedBy == who
-		t := tracks[v.MemoryID]
-		if t == nil {
-			if !mine {
-				continue
+	for after := out.SinceSeq; ; {
+		history, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: storeID, AfterSeq: after, Limit: rollbackScanPage})
+		if err != nil {
+			return err
+		}
+		for i := range history {
+			v := &history[i]
+			mine := v.CreatedBy != nil && *v.CreatedBy == who
+			t := tracks[v.MemoryID]
+			if t == nil {
+				if !mine {
+					continue
+				}
+				t = &track{first: v.Seq}
+				tracks[v.MemoryID] = t
+				order = append(order, v.MemoryID)
 			}
-			t = &track{first: v.Seq}
-			tracks[v.MemoryID] = t
-			order = append(order, v.MemoryID)
+			c := *v // a copy: the page is not kept
+			t.current = &c
+			if !mine {
+				t.other = &c
+			}
 		}
-		t.current = v
-		if !mine {
-			t.other = v
+		if len(history) < rollbackScanPage {
+			break
 		}
+		after = history[len(history)-1].Seq
 	}
 	for _, id := range order {
 		t := tracks[id]

@@ -2,6 +2,7 @@ package coretest
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -182,10 +183,19 @@ func testRollbackPaging(t *testing.T, open Opener) {
 	}
 	since := trove.Moment{Seq: pre.HeadSeq}
 	sctx, se, _ := e.sessionCtx(t, trove.AttachStoreParams{StoreID: s.ID})
+	other := e.memory(t, s.ID, "/other", "v0")
 	for i := range 7 {
 		m, err := e.svc.CreateMemory(sctx, s.ID, trove.CreateMemoryParams{Path: "/s/" + string(rune('a'+i)), Content: "by the session"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if i == 3 { // a history longer than one read of the plan (256 versions)
+			for j := range 300 {
+				c := "v" + strconv.Itoa(j+1)
+				if _, err := e.svc.UpdateMemory(e.ctx, s.ID, other.ID, trove.UpdateMemoryParams{Content: &c}); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		if i%2 == 1 { // someone else writes it afterwards: a conflict
 			if _, err := e.svc.UpdateMemory(e.ctx, s.ID, m.ID, trove.UpdateMemoryParams{Content: ptr("fixed by a person")}); err != nil {
