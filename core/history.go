@@ -438,8 +438,10 @@ func ptrEqual[T comparable](a, b *T) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-// forkPage is how many source memories a fork reads at a time.
-const forkPage = 2000
+// forkPage is how many source memories a fork reads at a time, with their
+// content: at most 256 × Limits.MaxContentBytes (25 MiB) held at once (a
+// page of 2,000 was up to 200 MiB at the content limit).
+const forkPage = 256
 
 // ForkStore creates a store holding the source store's memories as of
 // p.AsOf (trove.HistoryService), in one transaction: the new store and,
