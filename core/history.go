@@ -438,10 +438,14 @@ func ptrEqual[T comparable](a, b *T) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-// forkPage is how many source memories a fork reads at a time, with their
-// content: at most 256 × Limits.MaxContentBytes (25 MiB) held at once (a
-// page of 2,000 was up to 200 MiB at the content limit).
-const forkPage = 256
+// forkPage is how many source memories a fork reads at a time, and
+// forkPageBytes bounds their contents (a page of 2,000 memories at the
+// content limit would be 200 MiB): a page ends after the memory whose
+// content passes it.
+const (
+	forkPage      = 2000
+	forkPageBytes = 16 << 20
+)
 
 // ForkStore creates a store holding the source store's memories as of
 // p.AsOf (trove.HistoryService), in one transaction: the new store and,
@@ -496,14 +500,18 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 		out.Store = st
 		var after *storage.AsOfPosition
 		for {
-			page, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: seq, After: after, Limit: forkPage, WithContent: true})
+			page, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: seq, After: after, Limit: forkPage, WithContent: true, MaxBytes: forkPageBytes})
 			if err != nil {
 				return err
 			}
 			var ms []*trove.Memory
 			var vs []*trove.MemoryVersion
+			read := 0 // content bytes of the page: past forkPageBytes, it was cut there
 			for i := range page {
 				v := &page[i]
+				if v.Content != nil {
+					read += len(*v.Content)
+				}
 				if v.RedactedAt != nil || v.Path == nil || v.Content == nil {
 					out.Skipped = append(out.Skipped, v.MemoryID)
 					continue
@@ -531,7 +539,7 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 			if err := tx.MemoryInsertBatch(ctx, ms, vs); err != nil {
 				return err
 			}
-			if len(page) < forkPage {
+			if len(page) == 0 || (len(page) < forkPage && read <= forkPageBytes) {
 				return nil
 			}
 			last := page[len(page)-1]

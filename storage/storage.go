@@ -434,6 +434,11 @@ type VersionAsOfParams struct {
 	After       *AsOfPosition
 	Limit       int // <= 0: no limit
 	WithContent bool
+	// MaxBytes, when > 0 with WithContent, bounds the contents read at
+	// once: the list ends after the version whose content takes the read
+	// contents past MaxBytes (at least one version), so a caller that
+	// pages on After reads a bounded amount per call.
+	MaxBytes int
 }
 
 // AsOfPosition is a position in VersionAsOf's order ("" for a NULL path).

@@ -87,6 +87,7 @@ var tests = []struct {
 	// The time machine (history.go)
 	{"AsOfModel", testAsOfModel},
 	{"Fork", testFork},
+	{"ForkLargeContents", testForkLargeContents},
 	{"Audit", testAudit},
 	{"RollbackPoisonedSession", testRollbackPoisonedSession},
 	{"RollbackPaging", testRollbackPaging},

@@ -59,7 +59,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	q := fmt.Sprintf(`SELECT %s FROM (%s) AS c JOIN versions AS v ON v.seq = c.s WHERE %s
 		ORDER BY coalesce(v.path, ''), v.memory_id COLLATE "C"`, cols, inner, w.sql())
 	q += w.limit(p.Limit)
-	return t.queryVersions(ctx, q, w.args...)
+	return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 }
 
 // MemoryInsertBatch inserts the memories in one statement and their

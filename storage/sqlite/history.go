@@ -68,7 +68,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	args = append(args, p.StoreID)
 	args = append(args, w.args...)
 	args = append(args, limitArg(p.Limit))
-	return t.queryVersions(ctx, q, args...)
+	return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
 }
 
 // MemoryInsertBatch inserts each memory and its version in turn: SQLite
