@@ -51,9 +51,16 @@ type NewSessionEvent struct {
 	Body string
 }
 
+// MaxEventPageBytes bounds one page of a transcript (EventService.ListEvents):
+// a page ends before the event that would take its events' bodies past it,
+// with a next page, so that a page of large events is a few of them, not
+// Limit of them; a page holds at least one event (one event is at most
+// Limits.MaxEventBytes).
+const MaxEventPageBytes = 1 << 20
+
 // ListEventsParams pages a transcript in append order (oldest first).
 type ListEventsParams struct {
-	Limit  int // 0 means the default (20)
+	Limit  int // 0 means the default (20); a page also ends at MaxEventPageBytes
 	Cursor string
 
 	// AfterSeq, with no Cursor, starts an oldest-first listing after this

@@ -282,7 +282,22 @@ type RollbackParams struct {
 	// rolled back. Without Force any conflict refuses the whole rollback
 	// (ECONFLICT) and nothing changes.
 	Force bool
+	// Limit bounds the changes and the conflicts the result lists (each
+	// list at most Limit; the totals are always whole): 0 lists them all
+	// (an in-process caller's choice), else 1 to MaxRollbackPageSize. The
+	// HTTP API always pages, DefaultRollbackPageSize by default.
+	Limit int
+	// Cursor is a dry run's RollbackResult.NextPage: the next Limit of
+	// each list of the same dry run (same actor, moment and Force). Only
+	// with DryRun; ECONFLICT when the store changed since the first page.
+	Cursor string
 }
+
+// Bounds of a rollback's listing (RollbackParams.Limit).
+const (
+	DefaultRollbackPageSize = 100
+	MaxRollbackPageSize     = 1000
+)
 
 // RollbackAction is what rolling a memory back does.
 type RollbackAction string
@@ -317,11 +332,20 @@ type RollbackConflict struct {
 
 // RollbackResult is the change set (Changes), what it refuses (Conflicts),
 // and whether it was applied. Since is the moment resolved to a Seq.
+//
+// With RollbackParams.Limit the lists are one page: Changes and Conflicts
+// hold at most Limit each, ChangesTotal and ConflictsTotal count the whole
+// change set, and NextPage, when not "", continues a dry run (or a
+// refused rollback, read as a dry run) with the next Limit of each. An
+// applied rollback is not continued: its totals say what it did.
 type RollbackResult struct {
-	SinceSeq  int64
-	Changes   []RollbackChange
-	Conflicts []RollbackConflict
-	Applied   bool
+	SinceSeq       int64
+	Changes        []RollbackChange
+	Conflicts      []RollbackConflict
+	ChangesTotal   int
+	ConflictsTotal int
+	NextPage       string
+	Applied        bool
 }
 
 // AuditBreak is where a store's hash chain first fails: the version (ID and
@@ -342,7 +366,8 @@ type AuditBreak struct {
 // version after it (a history that starts after Seq 1 starts that way).
 // HeadSeq and Head are the store's newest Seq and chain hash: record Head
 // elsewhere to detect a rewrite of the whole chain later. OK is true when
-// Break is nil.
+// Break is nil. Gaps lists the first MaxAuditGaps gaps (retention can
+// leave one between most retained versions); GapsTotal counts them all.
 type AuditReport struct {
 	StoreID    string
 	HeadSeq    int64
@@ -351,10 +376,15 @@ type AuditReport struct {
 	Unchained  int
 	Redacted   int
 	Gaps       [][2]int64
+	GapsTotal  int
 	OK         bool
 	Break      *AuditBreak
 	VerifiedAt time.Time
 }
+
+// MaxAuditGaps bounds AuditReport.Gaps, so that a report's size does not
+// grow with the history.
+const MaxAuditGaps = 1000
 
 // HistoryService is a Trove extension (not part of the hosted API) over a
 // store's immutable versions: the store as of any moment, the difference

@@ -57,9 +57,15 @@ type SearchParams struct {
 	// for all, else a directory path; a missing trailing "/" is added
 	// ("/notes" means "/notes/").
 	PathPrefix string
-	Limit      int // 0 means the default (20); at most 100
+	Limit      int // 0 means the default (20); at most 100; a page also ends at MaxSearchPageBytes
 	Cursor     string
 }
+
+// MaxSearchPageBytes bounds the contents a page of search results is cut
+// from (the server reads each hit's content to cut its snippet): a page
+// ends before the hit whose content would take them past it, with a next
+// page (a page holds at least one hit).
+const MaxSearchPageBytes = 1 << 20
 
 // SearchResult is one memory that matches a search.
 type SearchResult struct {

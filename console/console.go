@@ -186,7 +186,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, Prefix+"static/") {
 		hd.Set("Cache-Control", "no-store")
 	}
+	if r.URL.RawQuery != "" {
+		q, err := trove.ParseQuery(r.URL.RawQuery, nil)
+		if err != nil {
+			// A fixed message: the page shows no text taken from the URL.
+			h.render(w, r, http.StatusBadRequest, "error", nil, &view{Title: "Bad request", Error: badQuery})
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), queryKey{}, q))
+	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// badQuery is the message of a query string that does not parse.
+const badQuery = "This address's query string could not be read: a parameter is malformed (a bad %-escape, a \";\" or no name) or given more than once. Use the console's own links and forms."
+
+// queryKey is the context key of a request's parsed query.
+type queryKey struct{}
+
+// query returns r's query string as ServeHTTP parsed it, by the API's one
+// rule (trove.ParseQuery): a query that does not parse whole (a bad
+// %-escape, a ";", a nameless pair) or that names a parameter twice is a
+// 400 page before any handler runs; parameters a page does not know are
+// ignored, as the API ignores them. Every console handler reads its query
+// here, never with r.URL.Query (which drops what it cannot parse).
+func query(r *http.Request) url.Values {
+	if q, ok := r.Context().Value(queryKey{}).(url.Values); ok {
+		return q
+	}
+	return url.Values{}
 }
 
 func (h *Handler) serveStatic(w http.ResponseWriter, r *http.Request) {
@@ -405,7 +433,7 @@ var notices = map[string]string{
 	"forked":     "Forked: this new store holds the source store's memories as of the moment you chose.",
 }
 
-func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }
+func notice(r *http.Request) string { return notices[query(r).Get("done")] }
 
 func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
@@ -441,7 +469,7 @@ func safeNext(next string) string {
 }
 
 func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q := query(r)
 	v := &view{Title: "Sign in", Data: signinData{Next: safeNext(q.Get("next"))}, Notice: notice(r)}
 	// why selects one of the fixed messages; any other value shows
 	// nothing: the page never renders text taken from the URL.

@@ -43,7 +43,7 @@ func (h *Handler) dreamsPage(w http.ResponseWriter, r *http.Request, s *signed) 
 	if h.dreams == nil {
 		return h.dreamsOff()
 	}
-	q := r.URL.Query()
+	q := query(r)
 	d := dreamsData{Statuses: dreamStatuses, Archived: q.Get("archived") == "1"}
 	p := trove.ListDreamsParams{Limit: 50, Cursor: q.Get("cursor"), IncludeArchived: d.Archived}
 	base := url.Values{}
@@ -94,7 +94,7 @@ func (h *Handler) newDreamPage(w http.ResponseWriter, r *http.Request, s *signed
 	if h.dreams == nil {
 		return h.dreamsOff()
 	}
-	sid := r.URL.Query().Get("store")
+	sid := query(r).Get("store")
 	if sid == "" {
 		return trove.Errorf(trove.EINVALID, "choose the store the dream consolidates")
 	}

@@ -31,7 +31,7 @@ func (h *Handler) environmentsPage(w http.ResponseWriter, r *http.Request, s *si
 	if h.envs == nil {
 		return h.envsOff()
 	}
-	q := r.URL.Query()
+	q := query(r)
 	d := environmentsData{Archived: q.Get("archived") == "1", Base: Prefix + "environments"}
 	if d.Archived {
 		d.Base += "?archived=1"

@@ -27,7 +27,7 @@ func (h *Handler) historyPage(w http.ResponseWriter, r *http.Request, s *signed)
 		return err
 	}
 	mid := r.PathValue("mid")
-	pg, err := h.svc.ListVersions(ctx, st.ID, trove.ListVersionsParams{MemoryID: mid, Limit: historyPageSize, Cursor: r.URL.Query().Get("cursor")})
+	pg, err := h.svc.ListVersions(ctx, st.ID, trove.ListVersionsParams{MemoryID: mid, Limit: historyPageSize, Cursor: query(r).Get("cursor")})
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (h *Handler) historyPage(w http.ResponseWriter, r *http.Request, s *signed)
 	case "":
 		d.Current = cur
 	case trove.ENOTFOUND:
-		if len(pg.Data) == 0 && r.URL.Query().Get("cursor") == "" {
+		if len(pg.Data) == 0 && query(r).Get("cursor") == "" {
 			return err
 		}
 	default:
@@ -97,7 +97,7 @@ func (h *Handler) diffPage(w http.ResponseWriter, r *http.Request, s *signed) er
 		return err
 	}
 	mid := r.PathValue("mid")
-	q := r.URL.Query()
+	q := query(r)
 	a, b := q.Get("a"), q.Get("b")
 	if a == "" || b == "" {
 		return trove.Errorf(trove.EINVALID, "choose two versions to compare (a and b)")

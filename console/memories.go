@@ -37,7 +37,7 @@ func (h *Handler) tree(r *http.Request, storeID, dir, cursor string) (*treeData,
 // treeFragment serves one directory level as HTML for the script that
 // expands directories in place.
 func (h *Handler) treeFragment(w http.ResponseWriter, r *http.Request, s *signed) error {
-	q := r.URL.Query()
+	q := query(r)
 	t, err := h.tree(r, r.PathValue("sid"), q.Get("dir"), q.Get("cursor"))
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func (h *Handler) memoryPage(w http.ResponseWriter, r *http.Request, s *signed) 
 		return err
 	}
 	d := memoryData{Store: st, Memory: m, CRLF: strings.Contains(*m.Content, "\r\n"), Path: m.Path, Content: *m.Content, Markdown: isMarkdown(m.Path)}
-	if d.Markdown && r.URL.Query().Get("view") == "preview" {
+	if d.Markdown && query(r).Get("view") == "preview" {
 		if d.Preview, err = renderMarkdown(*m.Content); err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func (h *Handler) newMemoryPage(w http.ResponseWriter, r *http.Request, s *signe
 	if err != nil {
 		return err
 	}
-	dir := r.URL.Query().Get("dir")
+	dir := query(r).Get("dir")
 	if dir == "" {
 		dir = "/"
 	}

@@ -67,7 +67,7 @@ type searchData struct {
 // shows the ranked results with their matches marked.
 func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request, s *signed) error {
 	ctx := r.Context()
-	q := r.URL.Query()
+	q := query(r)
 	d := searchData{Query: q.Get("q"), StoreID: q.Get("store"), Prefix: q.Get("prefix")}
 	stores, err := h.svc.ListStores(ctx, trove.ListStoresParams{Limit: 100})
 	if err != nil {

@@ -16,7 +16,7 @@ func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request, s *signed
 	if h.sess == nil {
 		return trove.Errorf(trove.ENOTFOUND, "sessions are not served here")
 	}
-	pg, err := h.sess.ListSessions(r.Context(), trove.ListSessionsParams{Limit: 50, Cursor: r.URL.Query().Get("cursor")})
+	pg, err := h.sess.ListSessions(r.Context(), trove.ListSessionsParams{Limit: 50, Cursor: query(r).Get("cursor")})
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (h *Handler) sessionPage(w http.ResponseWriter, r *http.Request, s *signed)
 		d.Stores = append(d.Stores, ss)
 	}
 	if h.events != nil {
-		cur := r.URL.Query().Get("older")
+		cur := query(r).Get("older")
 		pg, err := h.events.ListEvents(r.Context(), se.ID, trove.ListEventsParams{Order: "desc", Limit: transcriptPageSize, Cursor: cur})
 		if err != nil {
 			return err

@@ -85,7 +85,7 @@ func (h *Handler) storeStats(r *http.Request, st *trove.Store) (storeRow, error)
 // by the page's script, so that the list costs one listing whatever the
 // stores hold.
 func (h *Handler) storesPage(w http.ResponseWriter, r *http.Request, s *signed) error {
-	q := r.URL.Query()
+	q := query(r)
 	archived := q.Get("archived") == "1"
 	pg, err := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 50, Cursor: q.Get("cursor"), IncludeArchived: archived})
 	if err != nil {
@@ -166,8 +166,8 @@ func (h *Handler) storePage(w http.ResponseWriter, r *http.Request, s *signed) e
 	if err != nil {
 		return err
 	}
-	dir := r.URL.Query().Get("dir")
-	tree, err := h.tree(r, st.ID, dir, r.URL.Query().Get("cursor"))
+	dir := query(r).Get("dir")
+	tree, err := h.tree(r, st.ID, dir, query(r).Get("cursor"))
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func (h *Handler) asOfPage(w http.ResponseWriter, r *http.Request, s *signed) er
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	at, err := parseAt(q.Get("at"), h.now())
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (h *Handler) asOfMemoryPage(w http.ResponseWriter, r *http.Request, s *sign
 	if err != nil {
 		return err
 	}
-	at, err := parseAt(r.URL.Query().Get("at"), h.now())
+	at, err := parseAt(query(r).Get("at"), h.now())
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (h *Handler) changesPage(w http.ResponseWriter, r *http.Request, s *signed)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	if strings.TrimSpace(q.Get("from")) == "" {
 		return trove.Errorf(trove.EINVALID, "choose the moment to compare from (a time, a version number or a version ID)")
 	}
@@ -187,7 +187,13 @@ type rollbackData struct {
 	Since  string
 	Result *trove.RollbackResult
 	Force  bool
+	Paged  bool   // a later page of the preview
+	Next   string // the preview's next page ("" when none)
 }
+
+// rollbackPageSize is how many changes and conflicts a rollback page
+// lists (the totals are whole).
+const rollbackPageSize = trove.DefaultRollbackPageSize
 
 // rollbackParams reads the actor and moment of a rollback form.
 func rollbackParams(actor, since string, now time.Time) (trove.RollbackParams, error) {
@@ -220,12 +226,12 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := query(r)
 	p, err := rollbackParams(q.Get("actor"), q.Get("since"), h.now())
 	if err != nil {
 		return err
 	}
-	p.DryRun = true
+	p.DryRun, p.Limit, p.Cursor = true, rollbackPageSize, q.Get("page")
 	res, err := h.hist.RollbackActor(ctx, st.ID, p)
 	if err != nil {
 		return err
@@ -236,7 +242,10 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 	if since == "" {
 		since = q.Get("since")
 	}
-	d := rollbackData{Store: st, Actor: q.Get("actor"), Since: since, Result: res}
+	d := rollbackData{Store: st, Actor: q.Get("actor"), Since: since, Result: res, Paged: p.Cursor != ""}
+	if res.NextPage != "" {
+		d.Next = storeURL(st.ID) + "/rollback?" + url.Values{"actor": {d.Actor}, "since": {d.Since}, "page": {res.NextPage}}.Encode()
+	}
 	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Roll back", Data: d})
 	return nil
 }
@@ -255,7 +264,7 @@ func (h *Handler) applyRollback(w http.ResponseWriter, r *http.Request, s *signe
 	if err != nil {
 		return err
 	}
-	p.Force = r.PostFormValue("force") == "yes"
+	p.Force, p.Limit = r.PostFormValue("force") == "yes", rollbackPageSize
 	d := rollbackData{Store: st, Actor: actor, Since: since, Force: p.Force}
 	res, err := h.hist.RollbackActor(ctx, st.ID, p)
 	if err != nil {
@@ -265,14 +274,17 @@ func (h *Handler) applyRollback(w http.ResponseWriter, r *http.Request, s *signe
 	if !res.Applied {
 		// Conflicts without force refuse the whole change set (core
 		// reports it as a result with Applied false).
-		msg := "Nothing was rolled back: " + strconv.Itoa(len(res.Conflicts)) + " memories conflict. Tick “roll back the rest anyway” to leave them as they are and roll back the others."
-		if len(res.Changes) == 0 {
+		if res.NextPage != "" {
+			d.Next = storeURL(st.ID) + "/rollback?" + url.Values{"actor": {actor}, "since": {since}, "page": {res.NextPage}}.Encode()
+		}
+		msg := "Nothing was rolled back: " + strconv.Itoa(res.ConflictsTotal) + " memories conflict. Tick “roll back the rest anyway” to leave them as they are and roll back the others."
+		if res.ChangesTotal == 0 {
 			msg = "Nothing was rolled back: there is nothing to roll back."
 		}
 		h.render(w, r, http.StatusConflict, "rollback", s, &view{Title: "Roll back", Error: msg, Data: d})
 		return nil
 	}
-	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Rolled back", Notice: "Rolled back: " + strconv.Itoa(len(res.Changes)) + " memories changed as new versions.", Data: d})
+	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Rolled back", Notice: "Rolled back: " + strconv.Itoa(res.ChangesTotal) + " memories changed as new versions.", Data: d})
 	return nil
 }
 

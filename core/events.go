@@ -154,7 +154,9 @@ func (s *Service) eventBody(body string) (string, error) {
 
 // ListEvents pages a session's transcript, oldest first (p.Order "desc":
 // newest first), only p.Types when set, within p's processed_at bounds. A
-// session credential may read its own session only (EFORBIDDEN). EINVALID
+// page holds at most p.Limit events and trove.MaxEventPageBytes of their
+// bodies (at least one event), so what it holds in memory is bounded
+// whatever the events' sizes; NextPage continues it. A session credential may read its own session only (EFORBIDDEN). EINVALID
 // for a bad limit, order, type or cursor; ENOTFOUND for an unknown session.
 func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.ListEventsParams) (*trove.Page[trove.SessionEvent], error) {
 	pr, err := principal(ctx)
@@ -182,7 +184,7 @@ func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.List
 			return nil, errBadCursor()
 		}
 	}
-	lp := storage.EventListParams{SessionID: sessionID, Limit: limit + 1, Types: p.Types,
+	lp := storage.EventListParams{SessionID: sessionID, Limit: limit + 1, Types: p.Types, MaxBytes: trove.MaxEventPageBytes,
 		CreatedAt: p.CreatedAt, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
 	switch p.Order {
 	case "", "asc":
@@ -203,10 +205,17 @@ func (s *Service) ListEvents(ctx context.Context, sessionID string, p trove.List
 	if err != nil {
 		return nil, err
 	}
-	page := &trove.Page[trove.SessionEvent]{Data: rows}
-	if len(rows) > limit {
-		page.Data = rows[:limit]
-		page.NextPage = encodeCursor(cursorJSON{K: kindEvent, I: strconv.FormatInt(rows[limit-1].Seq, 10)})
+	// The page: at most limit events and trove.MaxEventPageBytes of bodies
+	// (at least one event); the driver read at most one more, which tells
+	// that more follow.
+	n, size := 0, 0
+	for n < len(rows) && n < limit && (n == 0 || size+len(rows[n].Body) <= trove.MaxEventPageBytes) {
+		size += len(rows[n].Body)
+		n++
+	}
+	page := &trove.Page[trove.SessionEvent]{Data: rows[:n]}
+	if n < len(rows) {
+		page.NextPage = encodeCursor(cursorJSON{K: kindEvent, I: strconv.FormatInt(rows[n-1].Seq, 10)})
 	}
 	return page, nil
 }

@@ -438,8 +438,14 @@ func ptrEqual[T comparable](a, b *T) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-// forkPage is how many source memories a fork reads at a time.
-const forkPage = 2000
+// forkPage is how many source memories a fork reads at a time, and
+// forkPageBytes bounds their contents (a page of 2,000 memories at the
+// content limit would be 200 MiB): a page ends after the memory whose
+// content passes it.
+const (
+	forkPage      = 2000
+	forkPageBytes = 16 << 20
+)
 
 // ForkStore creates a store holding the source store's memories as of
 // p.AsOf (trove.HistoryService), in one transaction: the new store and,
@@ -494,14 +500,18 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 		out.Store = st
 		var after *storage.AsOfPosition
 		for {
-			page, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: seq, After: after, Limit: forkPage, WithContent: true})
+			page, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: storeID, Seq: seq, After: after, Limit: forkPage, WithContent: true, MaxBytes: forkPageBytes})
 			if err != nil {
 				return err
 			}
 			var ms []*trove.Memory
 			var vs []*trove.MemoryVersion
+			read := 0 // content bytes of the page: past forkPageBytes, it was cut there
 			for i := range page {
 				v := &page[i]
+				if v.Content != nil {
+					read += len(*v.Content)
+				}
 				if v.RedactedAt != nil || v.Path == nil || v.Content == nil {
 					out.Skipped = append(out.Skipped, v.MemoryID)
 					continue
@@ -529,7 +539,7 @@ func (s *Service) ForkStore(ctx context.Context, storeID string, p trove.ForkSto
 			if err := tx.MemoryInsertBatch(ctx, ms, vs); err != nil {
 				return err
 			}
-			if len(page) < forkPage {
+			if len(page) == 0 || (len(page) < forkPage && read <= forkPageBytes) {
 				return nil
 			}
 			last := page[len(page)-1]
@@ -561,8 +571,15 @@ var errDryRun = errors.New("core: dry run")
 // and the result (Applied false) lists the conflicts. p.DryRun computes
 // exactly what would be applied (in a transaction that is rolled back).
 //
+// The result lists at most p.Limit changes and conflicts (0: all), with
+// the totals and, for a dry run or a refusal, NextPage: p.Cursor reads the
+// next p.Limit of each, recomputing the same dry run, which is the same
+// only while the store's newest version is the one the first page saw
+// (ECONFLICT otherwise: preview again).
+//
 // EINVALID unless exactly one of SessionID and APIKeyID is set, for a
-// missing or bad Since, or on an archived store; ENOTFOUND for a store the
+// missing or bad Since, a bad Limit or Cursor (a cursor without DryRun, or
+// another actor's), or on an archived store; ENOTFOUND for a store the
 // caller cannot read; EFORBIDDEN for a session with the store read_only.
 func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.RollbackParams) (*trove.RollbackResult, error) {
 	pr, err := principal(ctx)
@@ -578,13 +595,26 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 	default:
 		return nil, trove.Errorf(trove.EINVALID, "name exactly one actor to roll back: a session ID or an API key ID")
 	}
-	if p.Since.IsZero() {
+	if p.Limit < 0 || p.Limit > trove.MaxRollbackPageSize {
+		return nil, trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", trove.MaxRollbackPageSize, p.Limit)
+	}
+	whoID, _ := who.ID()
+	var pin *rollbackPin
+	if p.Cursor != "" {
+		if !p.DryRun {
+			return nil, trove.Errorf(trove.EINVALID, "page continues a dry run's listing: send it with dry_run true (a rollback is applied whole, never a page of it)")
+		}
+		if pin, err = decodeRollbackCursor(p.Cursor, whoID); err != nil {
+			return nil, err
+		}
+	} else if p.Since.IsZero() {
 		return nil, trove.Errorf(trove.EINVALID, "say since when to roll back (a time, a version ID or a version number)")
 	}
 	if err := checkWritable(pr, storeID); err != nil {
 		return nil, err
 	}
 	var out *trove.RollbackResult
+	var head int64
 	// The transaction is run unmapped: errDryRun is how a dry run rolls
 	// back, not an error, so it is neither logged nor turned into
 	// EINTERNAL (mapErr), only the real failures are.
@@ -594,7 +624,15 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 		if err != nil {
 			return err
 		}
-		if out.SinceSeq, err = resolveMoment(ctx, tx, storeID, p.Since); err != nil {
+		if head, err = tx.StoreSeq(ctx, storeID); err != nil {
+			return err
+		}
+		if pin != nil {
+			if head != pin.head {
+				return trove.Errorf(trove.ECONFLICT, "memory store %s changed since this dry run's first page (its newest version was %d, now %d): preview the rollback again from the start", storeID, pin.head, head)
+			}
+			out.SinceSeq = pin.since
+		} else if out.SinceSeq, err = resolveMoment(ctx, tx, storeID, p.Since); err != nil {
 			return err
 		}
 		if err := s.planRollback(ctx, tx, storeID, who, out); err != nil {
@@ -618,16 +656,69 @@ func (s *Service) RollbackActor(ctx context.Context, storeID string, p trove.Rol
 	if err != nil && !errors.Is(err, errDryRun) {
 		return nil, s.mapErr(ctx, "RollbackActor", err)
 	}
+	out.ChangesTotal, out.ConflictsTotal = len(out.Changes), len(out.Conflicts)
+	if p.Limit > 0 {
+		off := 0
+		if pin != nil {
+			off = pin.offset
+		}
+		out.Changes = pageOf(out.Changes, off, p.Limit)
+		out.Conflicts = pageOf(out.Conflicts, off, p.Limit)
+		if !out.Applied && off+p.Limit < max(out.ChangesTotal, out.ConflictsTotal) {
+			out.NextPage = encodeCursor(cursorJSON{K: kindRollback, S: fmt.Sprintf("%d:%d", out.SinceSeq, head), I: strconv.Itoa(off + p.Limit), F: whoID})
+		}
+	}
 	return out, nil
 }
 
-// planRollback fills out.Changes and out.Conflicts (the ones visible
-// before applying anything) from the store's history after out.SinceSeq.
-func (s *Service) planRollback(ctx context.Context, tx storage.Tx, storeID string, who trove.Actor, out *trove.RollbackResult) error {
-	history, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: storeID, AfterSeq: out.SinceSeq})
+// kindRollback is the cursor kind of a rollback dry run's listing:
+// {"v":1,"k":"r","s":"<since seq>:<head seq>","i":"<offset>","f":"<actor id>"}.
+// Unlike the other cursors it holds an offset: a dry run is recomputed
+// whole for each page, and its order is fixed while the store's head is
+// the pinned one (checked).
+const kindRollback = "r"
+
+// rollbackPin is what a rollback cursor pins.
+type rollbackPin struct {
+	since, head int64
+	offset      int
+}
+
+func decodeRollbackCursor(s, actorID string) (*rollbackPin, error) {
+	c, err := decodeCursor(s, kindRollback)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var pin rollbackPin
+	if _, err := fmt.Sscanf(c.S, "%d:%d", &pin.since, &pin.head); err != nil || pin.since < 0 || pin.head < 0 {
+		return nil, errBadCursor()
+	}
+	if pin.offset, err = strconv.Atoi(c.I); err != nil || pin.offset < 0 {
+		return nil, errBadCursor()
+	}
+	if c.F != actorID {
+		return nil, trove.Errorf(trove.EINVALID, "this page cursor continues the dry run of another actor's rollback (%s), not %s's", c.F, actorID)
+	}
+	return &pin, nil
+}
+
+// pageOf returns the limit items of xs from off (a new slice, so the rest
+// is not kept).
+func pageOf[T any](xs []T, off, limit int) []T {
+	if off >= len(xs) {
+		return []T{}
+	}
+	return slices.Clone(xs[off:min(len(xs), off+limit)])
+}
+
+// rollbackScanPage is how many versions planRollback reads at a time.
+const rollbackScanPage = 256
+
+// planRollback fills out.Changes and out.Conflicts (the ones visible
+// before applying anything) from the store's history after out.SinceSeq,
+// read a page at a time: what it keeps is a copy of two versions per
+// memory the actor wrote, not the history.
+func (s *Service) planRollback(ctx context.Context, tx storage.Tx, storeID string, who trove.Actor, out *trove.RollbackResult) error {
 	type track struct {
 		first   int64                // seq of the actor's first write after the moment
 		current *trove.MemoryVersion // newest version
@@ -635,22 +726,33 @@ func (s *Service) planRollback(ctx context.Context, tx storage.Tx, storeID strin
 	}
 	tracks := map[string]*track{}
 	var order []string
-	for i := range history {
-		v := &history[i]
-		mine := v.CreatedBy != nil && *v.CreatedBy == who
-		t := tracks[v.MemoryID]
-		if t == nil {
-			if !mine {
-				continue
+	for after := out.SinceSeq; ; {
+		history, err := tx.VersionScan(ctx, storage.VersionScanParams{StoreID: storeID, AfterSeq: after, Limit: rollbackScanPage})
+		if err != nil {
+			return err
+		}
+		for i := range history {
+			v := &history[i]
+			mine := v.CreatedBy != nil && *v.CreatedBy == who
+			t := tracks[v.MemoryID]
+			if t == nil {
+				if !mine {
+					continue
+				}
+				t = &track{first: v.Seq}
+				tracks[v.MemoryID] = t
+				order = append(order, v.MemoryID)
 			}
-			t = &track{first: v.Seq}
-			tracks[v.MemoryID] = t
-			order = append(order, v.MemoryID)
+			c := *v // a copy: the page is not kept
+			t.current = &c
+			if !mine {
+				t.other = &c
+			}
 		}
-		t.current = v
-		if !mine {
-			t.other = v
+		if len(history) < rollbackScanPage {
+			break
 		}
+		after = history[len(history)-1].Seq
 	}
 	for _, id := range order {
 		t := tracks[id]
@@ -789,8 +891,10 @@ func describeActor(a *trove.Actor) string {
 	return id
 }
 
-// verifyPage is how many versions VerifyStore reads at a time.
-const verifyPage = 1000
+// verifyPage is how many versions VerifyStore reads at a time, with their
+// content: at most 64 × Limits.MaxContentBytes (6.4 MiB) held at once,
+// whatever the store's history.
+const verifyPage = 64
 
 // VerifyStore recomputes a store's hash chain (trove.HistoryService) and
 // reports the first break: for every version in Seq order it checks that
@@ -842,7 +946,7 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 			for i := range page {
 				v := &page[i]
 				if v.Seq != lastSeq+1 {
-					out.Gaps = append(out.Gaps, [2]int64{lastSeq + 1, v.Seq - 1})
+					addGap(out, lastSeq+1, v.Seq-1)
 					if s.deletedOutsideRetention(last) {
 						fail(v, "versions %d to %d before this one are missing, but they were written after version %d (%s), within the retention period: they were deleted outside retention", lastSeq+1, v.Seq-1, lastSeq, last.CreatedAt.Format(time.RFC3339))
 						break
@@ -862,7 +966,7 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 			return nil
 		}
 		if lastSeq < headSeq {
-			out.Gaps = append(out.Gaps, [2]int64{lastSeq + 1, headSeq})
+			addGap(out, lastSeq+1, headSeq)
 			if s.deletedOutsideRetention(last) {
 				fail(last, "the newest versions %d to %d are missing, but they were written after this version (%s), within the retention period: they were deleted outside retention", lastSeq+1, headSeq, last.CreatedAt.Format(time.RFC3339))
 			}
@@ -876,6 +980,14 @@ func (s *Service) VerifyStore(ctx context.Context, storeID string) (*trove.Audit
 	}
 	out.OK = out.Break == nil
 	return out, nil
+}
+
+// addGap counts a gap and lists it among the first trove.MaxAuditGaps.
+func addGap(out *trove.AuditReport, from, to int64) {
+	out.GapsTotal++
+	if len(out.Gaps) < trove.MaxAuditGaps {
+		out.Gaps = append(out.Gaps, [2]int64{from, to})
+	}
 }
 
 // deletedOutsideRetention reports whether versions missing right after

@@ -617,7 +617,16 @@ func (t *memTx) EventList(ctx context.Context, p storage.EventListParams) ([]tro
 	if p.Desc {
 		slices.Reverse(out)
 	}
-	return limitTo(out, p.Limit), nil
+	out = limitTo(out, p.Limit)
+	if p.MaxBytes > 0 {
+		n := p.MaxBytes
+		for i, e := range out {
+			if n -= len(e.Body); n < 0 {
+				return out[:i+1], nil
+			}
+		}
+	}
+	return out, nil
 }
 
 func cloneDream(d trove.Dream) *trove.Dream {

@@ -71,7 +71,7 @@ func (s *Service) Search(ctx context.Context, p trove.SearchParams) (*trove.Page
 			}
 		}
 		h, err := tx.MemorySearch(ctx, storage.MemorySearchParams{
-			WorkspaceID: pr.WorkspaceID, StoreIDs: ids, Query: q, Prefix: prefix, After: after, Limit: limit + 1,
+			WorkspaceID: pr.WorkspaceID, StoreIDs: ids, Query: q, Prefix: prefix, After: after, Limit: limit + 1, MaxBytes: trove.MaxSearchPageBytes,
 		})
 		hits = h
 		return err
@@ -79,14 +79,22 @@ func (s *Service) Search(ctx context.Context, p trove.SearchParams) (*trove.Page
 	if err != nil {
 		return nil, err
 	}
-	page := &trove.Page[trove.SearchResult]{Data: make([]trove.SearchResult, 0, min(len(hits), limit))}
-	for i := range hits {
-		if i == limit {
-			last := hits[limit-1]
-			page.NextPage = encodeSearchPosition(last.Score, last.Memory.ID)
-			break
-		}
+	// The page: at most limit hits and trove.MaxSearchPageBytes of their
+	// contents (at least one); the driver read at most one more, which
+	// tells that more follow.
+	n, size := 0, 0
+	for n < len(hits) && n < limit && (n == 0 || size+hits[n].Memory.SizeBytes <= trove.MaxSearchPageBytes) {
+		size += hits[n].Memory.SizeBytes
+		n++
+	}
+	page := &trove.Page[trove.SearchResult]{Data: make([]trove.SearchResult, 0, n)}
+	for i := range n {
 		page.Data = append(page.Data, searchResult(q, &hits[i]))
+		hits[i] = storage.MemorySearchHit{} // its content is not kept past its snippet
+	}
+	if n < len(hits) {
+		last := page.Data[n-1]
+		page.NextPage = encodeSearchPosition(last.Score, last.Memory.ID)
 	}
 	return page, nil
 }

@@ -51,15 +51,21 @@ func TestTranscriptMemoryBounded(t *testing.T) {
 	// The reference: the whole text, rendered at once.
 	var want strings.Builder
 	want.WriteString(transcriptHeader(se.ID))
-	all, err := svc.ListEvents(pctx, se.ID, trove.ListEventsParams{Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range all.Data {
-		want.WriteString(eventLine(&all.Data[i]))
+	// (A listing's pages end at trove.MaxEventPageBytes: follow them.)
+	for cursor := ""; ; {
+		all, err := svc.ListEvents(pctx, se.ID, trove.ListEventsParams{Limit: 100, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range all.Data {
+			want.WriteString(eventLine(&all.Data[i]))
+		}
+		if cursor = all.NextPage; cursor == "" {
+			break
+		}
 	}
 	wantText := want.String()
-	all, want = nil, strings.Builder{}
+	want = strings.Builder{}
 
 	ts := &transcripts{svc: svc, principal: owner, sessions: []string{se.ID}, pageBytes: 96000}
 	input := func(off int) json.RawMessage {

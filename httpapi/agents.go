@@ -362,7 +362,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	var version int64
-	if v := r.URL.Query().Get("version"); v != "" {
+	if v := queryOf(w, r).Get("version"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
 			return trove.Errorf(trove.EINVALID, "version must be a positive integer, got %q", v)
@@ -443,7 +443,7 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err
@@ -484,7 +484,7 @@ func (s *Server) archiveAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listAgentVersions(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err

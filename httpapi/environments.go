@@ -228,7 +228,7 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ const streamPage = 16
 // the credential stops being valid (re-checked every StreamRecheck), and
 // at server shutdown. Idle, it sends a comment line every FeedHeartbeat.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	if err := checkQuery(q, "event_deltas[]", "event_deltas", "after_seq"); err != nil {
 		return err
 	}

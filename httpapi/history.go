@@ -24,12 +24,14 @@ import (
 //	     → {"from_seq", "to_seq", "changes": [{"kind", "memory_id", "from", "to", "content_changed", "redacted", "patch"}]}
 //	POST /trove/v1/memory_stores/{id}/fork {"name", "description", "metadata", "as_of"}
 //	     → {"memory_store", "seq", "copied", "skipped"}
-//	POST /trove/v1/memory_stores/{id}/rollback {"session_id" | "api_key_id", "since", "dry_run", "force"}
-//	     → {"since_seq", "changes", "conflicts", "applied"}
+//	POST /trove/v1/memory_stores/{id}/rollback {"session_id" | "api_key_id", "since", "dry_run", "force", "limit", "page"}
+//	     → {"since_seq", "changes", "conflicts", "changes_total", "conflicts_total", "next_page", "applied"}
+//	     (at most limit changes and limit conflicts listed, 100 by default, 1,000 at most;
+//	     next_page continues a dry run: send it as "page" with dry_run true)
 //	GET  /trove/v1/memory_stores/{id}/memory_versions?(the /v1 listing's query)
 //	     → {"data": [version, …], "next_page": …}
 //	GET  /trove/v1/memory_stores/{id}/audit/verify
-//	     → {"memory_store_id", "head_seq", "head", "verified", "unchained", "redacted", "gaps", "ok", "break", "verified_at"}
+//	     → {"memory_store_id", "head_seq", "head", "verified", "unchained", "redacted", "gaps", "gaps_total", "ok", "break", "verified_at"}
 //
 // A version here is the /v1 memory_version object plus "seq", "leaf_hash",
 // "chain_hash" (lowercase hex, null before the chain existed) and "origin"
@@ -94,6 +96,8 @@ type wireRollbackRequest struct {
 	Since     *string `json:"since"`
 	DryRun    *bool   `json:"dry_run,omitempty"`
 	Force     *bool   `json:"force,omitempty"`
+	Limit     *int    `json:"limit,omitempty"`
+	Page      *string `json:"page,omitempty"`
 }
 
 type wireRollbackChange struct {
@@ -111,10 +115,13 @@ type wireRollbackConflict struct {
 }
 
 type wireRollbackResult struct {
-	SinceSeq  int64                  `json:"since_seq"`
-	Changes   []wireRollbackChange   `json:"changes"`
-	Conflicts []wireRollbackConflict `json:"conflicts"`
-	Applied   bool                   `json:"applied"`
+	SinceSeq       int64                  `json:"since_seq"`
+	Changes        []wireRollbackChange   `json:"changes"`
+	Conflicts      []wireRollbackConflict `json:"conflicts"`
+	ChangesTotal   int                    `json:"changes_total"`
+	ConflictsTotal int                    `json:"conflicts_total"`
+	NextPage       *string                `json:"next_page"`
+	Applied        bool                   `json:"applied"`
 }
 
 type wireAuditBreak struct {
@@ -131,6 +138,7 @@ type wireAuditReport struct {
 	Unchained     int             `json:"unchained"`
 	Redacted      int             `json:"redacted"`
 	Gaps          [][2]int64      `json:"gaps"`
+	GapsTotal     int             `json:"gaps_total"`
 	OK            bool            `json:"ok"`
 	Break         *wireAuditBreak `json:"break"`
 	VerifiedAt    string          `json:"verified_at"`
@@ -181,7 +189,7 @@ func forkResultToWire(r *trove.ForkResult) wireForkResult {
 }
 
 func rollbackResultToWire(r *trove.RollbackResult) wireRollbackResult {
-	out := wireRollbackResult{SinceSeq: r.SinceSeq, Applied: r.Applied,
+	out := wireRollbackResult{SinceSeq: r.SinceSeq, Applied: r.Applied, ChangesTotal: r.ChangesTotal, ConflictsTotal: r.ConflictsTotal, NextPage: nextPage(r.NextPage),
 		Changes: make([]wireRollbackChange, len(r.Changes)), Conflicts: make([]wireRollbackConflict, len(r.Conflicts))}
 	for i, c := range r.Changes {
 		out.Changes[i] = wireRollbackChange{Action: string(c.Action), MemoryID: c.MemoryID, Current: histVersionToWire(c.Current), Target: histVersionToWire(c.Target)}
@@ -194,7 +202,7 @@ func rollbackResultToWire(r *trove.RollbackResult) wireRollbackResult {
 
 func auditReportToWire(r *trove.AuditReport) wireAuditReport {
 	out := wireAuditReport{MemoryStoreID: r.StoreID, HeadSeq: r.HeadSeq, Head: r.Head, Verified: r.Verified, Unchained: r.Unchained,
-		Redacted: r.Redacted, Gaps: r.Gaps, OK: r.OK, VerifiedAt: formatTime(r.VerifiedAt)}
+		Redacted: r.Redacted, Gaps: r.Gaps, GapsTotal: r.GapsTotal, OK: r.OK, VerifiedAt: formatTime(r.VerifiedAt)}
 	if out.Gaps == nil {
 		out.Gaps = [][2]int64{}
 	}
@@ -316,6 +324,21 @@ func (s *Server) addHistoryRoutes(h trove.HistoryService, add func(method, path 
 		}
 		p.DryRun = body.DryRun != nil && *body.DryRun
 		p.Force = body.Force != nil && *body.Force
+		// The answer is always a bounded page (core's 0, everything, is
+		// for in-process callers only).
+		p.Limit = trove.DefaultRollbackPageSize
+		if body.Limit != nil {
+			if *body.Limit < 1 || *body.Limit > trove.MaxRollbackPageSize {
+				return trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", trove.MaxRollbackPageSize, *body.Limit)
+			}
+			p.Limit = *body.Limit
+		}
+		if body.Page != nil {
+			if *body.Page == "" {
+				return trove.Errorf(trove.EINVALID, "page is empty: give a next_page from a previous answer, or leave it out")
+			}
+			p.Cursor = *body.Page
+		}
 		res, err := h.RollbackActor(r.Context(), r.PathValue("memory_store_id"), p)
 		if err != nil {
 			return err
@@ -528,12 +551,21 @@ func (c *Client) ForkStore(ctx context.Context, storeID string, p trove.ForkStor
 }
 
 // RollbackActor computes, and unless p.DryRun applies, a rollback on the
-// server.
+// server. With p.Limit 0 it reads a dry run's or a refusal's whole
+// listing page by page, as core answers it.
 func (c *Client) RollbackActor(ctx context.Context, storeID string, p trove.RollbackParams) (*trove.RollbackResult, error) {
 	if storeID == "" {
 		return nil, errStoreNotFound("")
 	}
 	body := wireRollbackRequest{DryRun: &p.DryRun, Force: &p.Force}
+	limit := p.Limit
+	if limit == 0 { // everything: the largest pages
+		limit = trove.MaxRollbackPageSize
+	}
+	body.Limit = &limit
+	if p.Cursor != "" {
+		body.Page = &p.Cursor
+	}
 	if p.SessionID != "" {
 		body.SessionID = &p.SessionID
 	}
@@ -547,13 +579,35 @@ func (c *Client) RollbackActor(ctx context.Context, storeID string, p trove.Roll
 	if _, err := c.do(ctx, http.MethodPost, historyPath(storeID, "/rollback"), nil, &body, &w); err != nil {
 		return nil, err
 	}
-	out := &trove.RollbackResult{SinceSeq: w.SinceSeq, Applied: w.Applied,
+	out := &trove.RollbackResult{SinceSeq: w.SinceSeq, Applied: w.Applied, ChangesTotal: w.ChangesTotal, ConflictsTotal: w.ConflictsTotal,
 		Changes: make([]trove.RollbackChange, len(w.Changes)), Conflicts: make([]trove.RollbackConflict, len(w.Conflicts))}
+	if w.NextPage != nil {
+		out.NextPage = *w.NextPage
+	}
 	for i, ch := range w.Changes {
 		out.Changes[i] = trove.RollbackChange{Action: trove.RollbackAction(ch.Action), MemoryID: ch.MemoryID, Current: histVersionFromWire(ch.Current), Target: histVersionFromWire(ch.Target)}
 	}
 	for i, cf := range w.Conflicts {
 		out.Conflicts[i] = trove.RollbackConflict{MemoryID: cf.MemoryID, Path: cf.Path, Version: histVersionFromWire(cf.Version), Reason: cf.Reason}
+	}
+	if p.Limit == 0 && p.Cursor == "" && !out.Applied {
+		// Everything, as core answers a limit of 0: the server pages, so
+		// follow the pages of a dry run or a refusal (the dry run is
+		// recomputed for each; ECONFLICT if the store changed meanwhile).
+		// An applied rollback lists its first MaxRollbackPageSize; its
+		// totals are whole.
+		for next := out.NextPage; next != ""; {
+			q := p
+			q.DryRun, q.Limit, q.Cursor = true, trove.MaxRollbackPageSize, next
+			more, err := c.RollbackActor(ctx, storeID, q)
+			if err != nil {
+				return nil, err
+			}
+			out.Changes = append(out.Changes, more.Changes...)
+			out.Conflicts = append(out.Conflicts, more.Conflicts...)
+			next = more.NextPage
+		}
+		out.NextPage = ""
 	}
 	return out, nil
 }
@@ -565,7 +619,7 @@ func (c *Client) VerifyStore(ctx context.Context, storeID string) (*trove.AuditR
 		return nil, err
 	}
 	out := &trove.AuditReport{StoreID: w.MemoryStoreID, HeadSeq: w.HeadSeq, Head: w.Head, Verified: w.Verified, Unchained: w.Unchained,
-		Redacted: w.Redacted, Gaps: w.Gaps, OK: w.OK, VerifiedAt: parseTime(w.VerifiedAt)}
+		Redacted: w.Redacted, Gaps: w.Gaps, GapsTotal: w.GapsTotal, OK: w.OK, VerifiedAt: parseTime(w.VerifiedAt)}
 	if w.Break != nil {
 		out.Break = &trove.AuditBreak{VersionID: w.Break.MemoryVersionID, Seq: w.Break.Seq, Problem: w.Break.Problem}
 	}

@@ -402,7 +402,7 @@ func createdAtBounds(q url.Values) (tr trove.TimeRange, after, before *time.Time
 }
 
 func (s *Server) listManagedSessions(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	if err := checkQuery(q, "limit", "page", "order", "include_archived", "agent_id", "agent_version", "memory_store_id",
 		"deployment_id", "statuses[]", "statuses", "created_at[gte]", "created_at[gt]", "created_at[lte]", "created_at[lt]"); err != nil {
 		return err
@@ -500,7 +500,7 @@ func (s *Server) deleteManagedSession(w http.ResponseWriter, r *http.Request) er
 // creation only.
 
 func (s *Server) listSessionResources(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	if err := checkQuery(q, "limit", "page"); err != nil {
 		return err
 	}
@@ -713,7 +713,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listManagedEvents(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	if err := checkQuery(q, "limit", "page", "order", "types[]", "types", "created_at[gte]", "created_at[gt]", "created_at[lte]", "created_at[lt]"); err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/trovehq/trove"
 )
@@ -37,41 +35,11 @@ var repeatableParams = map[string]bool{
 	"types":      true,
 }
 
-// parseQuery parses raw (a URL's RawQuery) by the rules above.
+// parseQuery parses raw (a URL's RawQuery) by the rules above
+// (trove.ParseQuery, the console's rule too).
 func parseQuery(raw string) (url.Values, error) {
-	q := url.Values{}
-	for pair := range strings.SplitSeq(raw, "&") {
-		if pair == "" {
-			continue
-		}
-		rawKey, rawVal, _ := strings.Cut(pair, "=")
-		key, kerr := url.QueryUnescape(rawKey)
-		if kerr != nil {
-			key = rawKey
-		}
-		name := strconvQuote(key)
-		switch {
-		case kerr != nil:
-			return nil, trove.Errorf(trove.EINVALID, "malformed query string: parameter name %s is not validly %%-encoded", name)
-		case key == "":
-			return nil, trove.Errorf(trove.EINVALID, "malformed query string: a parameter has no name (%s)", strconvQuote(pair))
-		case strings.Contains(pair, ";"):
-			return nil, trove.Errorf(trove.EINVALID, "malformed query string: parameter %s contains \";\"; separate parameters with \"&\" and %%-encode \";\" in values as %%3B", name)
-		}
-		val, err := url.QueryUnescape(rawVal)
-		if err != nil {
-			return nil, trove.Errorf(trove.EINVALID, "malformed query string: the value of parameter %s is not validly %%-encoded", name)
-		}
-		if _, dup := q[key]; dup && !repeatableParams[key] {
-			return nil, trove.Errorf(trove.EINVALID, "query parameter %s is given more than once; give it once", name)
-		}
-		q[key] = append(q[key], val)
-	}
-	return q, nil
+	return trove.ParseQuery(raw, func(name string) bool { return repeatableParams[name] })
 }
-
-// strconvQuote quotes a parameter name or pair for an error message.
-func strconvQuote(s string) string { return strconv.Quote(truncate(s, 80)) }
 
 // emptyQuery is the parsed value of an absent query; never written to.
 var emptyQuery = url.Values{}

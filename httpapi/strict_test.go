@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -233,5 +235,28 @@ func TestRequiredAndNullMembers(t *testing.T) {
 	got, err := e.svc.GetStore(e.ctx(), st.ID)
 	if err != nil || got.Description != "" || got.Name != "s2" {
 		t.Fatalf("store after null description: %+v %v", got, err)
+	}
+}
+
+// TestNoLenientQueryReads: no handler reads its query with r.URL.Query
+// (which treats an empty value as absent and drops pairs it cannot
+// parse); every one reads queryOf, the query dispatch parsed strictly.
+func TestNoLenientQueryReads(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "URL.Query()") {
+			t.Errorf("%s reads a query with URL.Query(); use queryOf", f)
+		}
 	}
 }

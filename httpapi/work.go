@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -49,8 +50,8 @@ func workToWire(it *trove.WorkItem) wireWork {
 }
 
 // queryMillis parses a positive millisecond count (absent: 0).
-func queryMillis(r *http.Request, name string, max int64) (time.Duration, error) {
-	v := r.URL.Query().Get(name)
+func queryMillis(q url.Values, name string, max int64) (time.Duration, error) {
+	v := q.Get(name)
 	if v == "" {
 		return 0, nil
 	}
@@ -65,11 +66,11 @@ func queryMillis(r *http.Request, name string, max int64) (time.Duration, error)
 }
 
 func (s *Server) pollWork(w http.ResponseWriter, r *http.Request) error {
-	block, err := queryMillis(r, "block_ms", trove.MaxPollBlock.Milliseconds())
+	block, err := queryMillis(queryOf(w, r), "block_ms", trove.MaxPollBlock.Milliseconds())
 	if err != nil {
 		return err
 	}
-	reclaim, err := queryMillis(r, "reclaim_older_than_ms", 0)
+	reclaim, err := queryMillis(queryOf(w, r), "reclaim_older_than_ms", 0)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (s *Server) heartbeatWork(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &struct{}{}, true); err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	var p trove.HeartbeatParams
 	if v := q.Get("desired_ttl_seconds"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -186,7 +187,7 @@ func (s *Server) getWork(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listWork(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q := queryOf(w, r)
 	limit, err := queryLimit(q)
 	if err != nil {
 		return err

@@ -327,6 +327,12 @@ type EventListParams struct {
 	// CreatedAfter and CreatedBefore are exclusive bounds on processed_at.
 	CreatedAfter  *time.Time
 	CreatedBefore *time.Time
+	// MaxBytes, when > 0, bounds what one listing holds in memory: the
+	// list ends after the event whose Body takes the listed Bodies' bytes
+	// past MaxBytes (so it holds at least one event, and a caller that
+	// keeps the events within MaxBytes knows from the extra one that more
+	// follow).
+	MaxBytes int
 }
 
 // DreamListParams filters DreamList.
@@ -348,6 +354,11 @@ type MemorySearchParams struct {
 	Prefix      string // path prefix; "" for all
 	After       *SearchPosition
 	Limit       int
+	// MaxBytes, when > 0, bounds the hits' contents held at once: the
+	// hits end after the one whose content takes them past MaxBytes (at
+	// least one hit; one more than a caller keeping MaxBytes takes, which
+	// tells it more follow).
+	MaxBytes int
 }
 
 // SearchPosition is a keyset cursor position in a list ordered by
@@ -440,6 +451,11 @@ type VersionAsOfParams struct {
 	After       *AsOfPosition
 	Limit       int // <= 0: no limit
 	WithContent bool
+	// MaxBytes, when > 0 with WithContent, bounds the contents read at
+	// once: the list ends after the version whose content takes the read
+	// contents past MaxBytes (at least one version), so a caller that
+	// pages on After reads a bounded amount per call.
+	MaxBytes int
 }
 
 // AsOfPosition is a position in VersionAsOf's order ("" for a NULL path).

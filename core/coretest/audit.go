@@ -1,6 +1,7 @@
 package coretest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,13 +47,26 @@ func testAudit(t *testing.T, open Opener) {
 		t.Fatalf("PurgeExpiredVersions = %d, %v; want 4", n, err)
 	}
 	rep, err = e.svc.VerifyStore(e.ctx, s.ID)
-	if err != nil || !rep.OK || rep.Verified != 1 || len(rep.Gaps) != 2 || rep.Gaps[0] != [2]int64{1, 2} || rep.Gaps[1] != [2]int64{4, 5} {
+	if err != nil || !rep.OK || rep.Verified != 1 || len(rep.Gaps) != 2 || rep.GapsTotal != 2 || rep.Gaps[0] != [2]int64{1, 2} || rep.Gaps[1] != [2]int64{4, 5} {
 		t.Fatalf("VerifyStore(after retention) = %+v, %v; want OK, 1 verified, gaps 1-2 and 4-5", rep, err)
 	}
 	e.memory(t, s.ID, "/d", "after retention")
 	rep, err = e.svc.VerifyStore(e.ctx, s.ID)
 	if err != nil || !rep.OK || rep.Verified != 2 || rep.HeadSeq != 6 {
 		t.Fatalf("VerifyStore(write after retention) = %+v, %v; want OK, 2 verified, head 6", rep, err)
+	}
+	// More versions than one read holds (VerifyStore reads a bounded
+	// number at a time): every one verified, across the reads.
+	d := e.memory(t, s.ID, "/e", "v0")
+	for i := range 70 {
+		c := fmt.Sprint("v", i+1)
+		if _, err := e.svc.UpdateMemory(e.ctx, s.ID, d.ID, trove.UpdateMemoryParams{Content: &c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = e.svc.VerifyStore(e.ctx, s.ID)
+	if err != nil || !rep.OK || rep.Verified != 73 || rep.HeadSeq != 77 {
+		t.Fatalf("VerifyStore(77 versions) = %+v, %v; want OK, 73 verified, head 77", rep, err)
 	}
 	_, err = e.svc.VerifyStore(e.ctxB, s.ID)
 	wantCode(t, "VerifyStore of another workspace's store", err, trove.ENOTFOUND)

@@ -2,6 +2,7 @@ package coretest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,5 +122,32 @@ func testFork(t *testing.T, open Opener) {
 	}
 	if diff := cmp.Diff(contents(src.ID), contents(now.Store.ID)); diff != "" {
 		t.Errorf("fork as of now (-source +fork):\n%s", diff)
+	}
+}
+
+// testForkLargeContents: a fork whose source contents pass what one read
+// of the source holds (16 MiB: 170 memories of 100 kB) copies every
+// memory, each with its content, across the reads.
+func testForkLargeContents(t *testing.T, open Opener) {
+	e := newEnv(t, open, trove.Limits{})
+	src := e.store(t, "large")
+	const n = 170
+	body := strings.Repeat("0123456789", 10_000)
+	for i := range n {
+		e.memory(t, src.ID, fmt.Sprintf("/m%03d", i), fmt.Sprintf("%03d", i)+body[3:])
+	}
+	res, err := e.svc.ForkStore(e.ctx, src.ID, trove.ForkStoreParams{Name: "copy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copied != n || len(res.Skipped) != 0 {
+		t.Fatalf("fork copied %d (skipped %v), want %d", res.Copied, res.Skipped, n)
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		p := fmt.Sprintf("/m%03d", i)
+		v, err := e.svc.GetMemoryAsOf(e.ctx, res.Store.ID, trove.Moment{}, p, trove.ViewFull)
+		if err != nil || v.Content == nil || *v.Content != fmt.Sprintf("%03d", i)+body[3:] {
+			t.Fatalf("fork's %s: %v; want the source's content", p, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package coretest
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -164,4 +165,115 @@ func testRollbackPoisonedSession(t *testing.T, open Opener) {
 	wantCode(t, "RollbackActor by a read_only session", err, trove.EFORBIDDEN)
 	_, err = e.svc.RollbackActor(e.ctxB, s.ID, trove.RollbackParams{SessionID: se.ID, Since: since})
 	wantCode(t, "RollbackActor on another workspace's store", err, trove.ENOTFOUND)
+}
+
+// testRollbackPaging: a rollback lists at most Limit changes and conflicts
+// with whole totals; a dry run's NextPage reads the rest, page by page,
+// exactly as the whole listing (Limit 0) holds them; a refused rollback
+// continues as a dry run; a cursor is refused without DryRun, for another
+// actor, and (ECONFLICT) once the store changed; an applied rollback
+// lists a page with the whole totals and no continuation.
+func testRollbackPaging(t *testing.T, open Opener) {
+	e := newEnv(t, open, trove.Limits{})
+	s := e.store(t, "paged")
+	e.memory(t, s.ID, "/first", "before")
+	pre, err := e.svc.VerifyStore(e.ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := trove.Moment{Seq: pre.HeadSeq}
+	sctx, se, _ := e.sessionCtx(t, trove.AttachStoreParams{StoreID: s.ID})
+	other := e.memory(t, s.ID, "/other", "v0")
+	for i := range 7 {
+		m, err := e.svc.CreateMemory(sctx, s.ID, trove.CreateMemoryParams{Path: "/s/" + string(rune('a'+i)), Content: "by the session"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 { // a history longer than one read of the plan (256 versions)
+			for j := range 300 {
+				c := "v" + strconv.Itoa(j+1)
+				if _, err := e.svc.UpdateMemory(e.ctx, s.ID, other.ID, trove.UpdateMemoryParams{Content: &c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if i%2 == 1 { // someone else writes it afterwards: a conflict
+			if _, err := e.svc.UpdateMemory(e.ctx, s.ID, m.ID, trove.UpdateMemoryParams{Content: ptr("fixed by a person")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ids := func(r *trove.RollbackResult) (ch, cf []string) {
+		for _, c := range r.Changes {
+			ch = append(ch, c.MemoryID)
+		}
+		for _, c := range r.Conflicts {
+			cf = append(cf, c.MemoryID)
+		}
+		return ch, cf
+	}
+	p := trove.RollbackParams{SessionID: se.ID, Since: since, DryRun: true}
+	whole, err := e.svc.RollbackActor(e.ctx, s.ID, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCh, wantCf := ids(whole)
+	if len(wantCh) != 4 || len(wantCf) != 3 || whole.ChangesTotal != 4 || whole.ConflictsTotal != 3 || whole.NextPage != "" {
+		t.Fatalf("whole dry run: changes %v, conflicts %v, totals %d/%d, next %q; want 4 and 3, no next page", wantCh, wantCf, whole.ChangesTotal, whole.ConflictsTotal, whole.NextPage)
+	}
+	// Page by page, twice: from a dry run and from a refused rollback.
+	for _, first := range []trove.RollbackParams{
+		{SessionID: se.ID, Since: since, DryRun: true, Limit: 2},
+		{SessionID: se.ID, Since: since, Limit: 2},
+	} {
+		var gotCh, gotCf []string
+		q, pages := first, 0
+		for {
+			r, err := e.svc.RollbackActor(e.ctx, s.ID, q)
+			if err != nil {
+				t.Fatalf("page %d: %v", pages, err)
+			}
+			pages++
+			if r.Applied || len(r.Changes) > 2 || len(r.Conflicts) > 2 || r.ChangesTotal != 4 || r.ConflictsTotal != 3 {
+				t.Fatalf("page %d = applied %v, %d changes, %d conflicts, totals %d/%d; want a page of at most 2 each, totals 4/3", pages, r.Applied, len(r.Changes), len(r.Conflicts), r.ChangesTotal, r.ConflictsTotal)
+			}
+			ch, cf := ids(r)
+			gotCh, gotCf = append(gotCh, ch...), append(gotCf, cf...)
+			if r.NextPage == "" {
+				break
+			}
+			q = trove.RollbackParams{SessionID: se.ID, DryRun: true, Limit: 2, Cursor: r.NextPage}
+		}
+		if pages != 2 || !slices.Equal(gotCh, wantCh) || !slices.Equal(gotCf, wantCf) {
+			t.Fatalf("dry run %v in %d pages: changes %v, conflicts %v; want 2 pages of %v, %v", first.DryRun, pages, gotCh, gotCf, wantCh, wantCf)
+		}
+	}
+	r1, err := e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{SessionID: se.ID, Since: since, DryRun: true, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{SessionID: se.ID, Limit: 2, Cursor: r1.NextPage})
+	wantCode(t, "a cursor without DryRun", err, trove.EINVALID)
+	_, err = e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{APIKeyID: e.keyID, DryRun: true, Limit: 2, Cursor: r1.NextPage})
+	wantCode(t, "another actor's cursor", err, trove.EINVALID)
+	_, err = e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{SessionID: se.ID, DryRun: true, Limit: 2, Cursor: "page_bad"})
+	wantCode(t, "a bad cursor", err, trove.EINVALID)
+	_, err = e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{SessionID: se.ID, Since: since, DryRun: true, Limit: trove.MaxRollbackPageSize + 1})
+	wantCode(t, "a limit over the maximum", err, trove.EINVALID)
+	e.memory(t, s.ID, "/later", "the store changed")
+	_, err = e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{SessionID: se.ID, DryRun: true, Limit: 2, Cursor: r1.NextPage})
+	wantCode(t, "a cursor after the store changed", err, trove.ECONFLICT)
+	// Applied: a page of what it did, the whole totals, no continuation.
+	r, err := e.svc.RollbackActor(e.ctx, s.ID, trove.RollbackParams{SessionID: se.ID, Since: since, Force: true, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Applied || len(r.Changes) != 2 || r.ChangesTotal != 4 || r.ConflictsTotal != 3 || r.NextPage != "" {
+		t.Fatalf("applied = %v, %d changes listed, totals %d/%d, next %q; want applied, 2 listed, 4/3, none", r.Applied, len(r.Changes), r.ChangesTotal, r.ConflictsTotal, r.NextPage)
+	}
+	for _, id := range wantCh {
+		if _, err := e.svc.GetMemory(e.ctx, s.ID, id, trove.ViewBasic); trove.ErrorCode(err) != trove.ENOTFOUND {
+			t.Fatalf("memory %s the session created is still there after the rollback: %v", id, err)
+		}
+	}
 }

@@ -87,8 +87,10 @@ var tests = []struct {
 	// The time machine (history.go)
 	{"AsOfModel", testAsOfModel},
 	{"Fork", testFork},
+	{"ForkLargeContents", testForkLargeContents},
 	{"Audit", testAudit},
 	{"RollbackPoisonedSession", testRollbackPoisonedSession},
+	{"RollbackPaging", testRollbackPaging},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},

@@ -81,7 +81,7 @@ func (t *tx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.
 	}
 	q := "SELECT " + eventCols + " FROM session_events WHERE " + w.sql() + order
 	q += w.limit(p.Limit)
-	return t.eventQuery(ctx, q, w.args...)
+	return t.eventQueryMax(ctx, p.MaxBytes, q, w.args...)
 }
 
 // EventGet returns one event of a session, or ENOTFOUND.
@@ -102,12 +102,19 @@ func (t *tx) EventListByRef(ctx context.Context, sessionID, refID string) ([]tro
 }
 
 func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.SessionEvent, error) {
+	return t.eventQueryMax(ctx, 0, q, args...)
+}
+
+// eventQueryMax reads events; with maxBytes > 0 it stops after the event
+// whose Body takes the read Bodies past maxBytes (EventListParams.MaxBytes).
+func (t *tx) eventQueryMax(ctx context.Context, maxBytes int, q string, args ...any) ([]trove.SessionEvent, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err)
 	}
 	defer rows.Close()
 	out := []trove.SessionEvent{}
+	budget := maxBytes
 	for rows.Next() {
 		var e trove.SessionEvent
 		var typ, id string
@@ -121,6 +128,9 @@ func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.Ses
 			e.RefID = *ref
 		}
 		out = append(out, e)
+		if budget -= len(e.Body); maxBytes > 0 && budget < 0 {
+			break
+		}
 	}
 	return out, translate(rows.Err())
 }

@@ -132,7 +132,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 			JOIN versions AS v ON v.seq = l.seq AND %s
 	) AS v WHERE %s ORDER BY coalesce(v.path, ''), v.memory_id COLLATE "C"`, cols, live, liveLimit, touched, asOf, w.sql(), outer)
 	q += w.limit(p.Limit)
-	return t.queryVersions(ctx, q, w.args...)
+	return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 }
 
 // storeOnly is the condition "alias.store_id = ?" in a form that no index

@@ -73,7 +73,11 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	}
 	defer rows.Close()
 	out := []storage.MemorySearchHit{}
+	budget := p.MaxBytes
 	for rows.Next() {
+		if p.MaxBytes > 0 && budget < 0 {
+			break // the hit before took the contents past MaxBytes
+		}
 		var h storage.MemorySearchHit
 		var content []byte
 		m := &h.Memory
@@ -84,6 +88,7 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 		m.Content = &c
 		m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
 		out = append(out, h)
+		budget -= len(c)
 	}
 	return out, translate(rows.Err())
 }

@@ -77,7 +77,7 @@ func (t *tx) EventList(ctx context.Context, p storage.EventListParams) ([]trove.
 	if p.CreatedBefore != nil {
 		w.add("processed_at < ?", ceilMicros(*p.CreatedBefore))
 	}
-	return t.eventQuery(ctx, `SELECT `+eventCols+` FROM session_events`+w.String()+order+` LIMIT ?`,
+	return t.eventQueryMax(ctx, p.MaxBytes, `SELECT `+eventCols+` FROM session_events`+w.String()+order+` LIMIT ?`,
 		append(w.args, limitArg(p.Limit))...)
 }
 
@@ -99,12 +99,19 @@ func (t *tx) EventListByRef(ctx context.Context, sessionID, refID string) ([]tro
 }
 
 func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.SessionEvent, error) {
+	return t.eventQueryMax(ctx, 0, q, args...)
+}
+
+// eventQueryMax reads events; with maxBytes > 0 it stops after the event
+// whose Body takes the read Bodies past maxBytes (EventListParams.MaxBytes).
+func (t *tx) eventQueryMax(ctx context.Context, maxBytes int, q string, args ...any) ([]trove.SessionEvent, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := []trove.SessionEvent{}
+	budget := maxBytes
 	for rows.Next() {
 		var e trove.SessionEvent
 		var typ, id string
@@ -117,6 +124,9 @@ func (t *tx) eventQuery(ctx context.Context, q string, args ...any) ([]trove.Ses
 		e.ProcessedAt = fromMicros(at)
 		e.RefID = ref.String
 		out = append(out, e)
+		if budget -= len(e.Body); maxBytes > 0 && budget < 0 {
+			break
+		}
 	}
 	return out, translate(rows.Err())
 }

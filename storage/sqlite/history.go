@@ -125,7 +125,7 @@ func (t *tx) asOfRecent(ctx context.Context, p storage.VersionAsOfParams, conten
 	args := append(live.args, limitArg(p.Limit), p.StoreID, p.Seq, p.Seq, p.StoreID, p.StoreID)
 	args = append(args, w.args...)
 	args = append(args, limitArg(p.Limit))
-	return t.queryVersions(ctx, q, args...)
+	return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
 }
 
 // MemoryInsertBatch inserts each memory and its version in turn: SQLite

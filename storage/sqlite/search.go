@@ -91,6 +91,15 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if err != nil || len(top) == 0 {
 		return []storage.MemorySearchHit{}, err
 	}
+	if p.MaxBytes > 0 { // the contents read are the page's, by their sizes
+		n := p.MaxBytes
+		for i, r := range top {
+			if n -= r.size; n < 0 {
+				top = top[:i+1]
+				break
+			}
+		}
+	}
 	return t.searchPage(ctx, top)
 }
 
@@ -130,6 +139,7 @@ type searchRanked struct {
 	rowid int64
 	score float64
 	id    string
+	size  int // the memory's content bytes
 }
 
 // rankSearch returns the first limit matches of w (all when limit <= 0)
@@ -154,7 +164,7 @@ func (t *tx) rankSearch(ctx context.Context, w whereBuilder, after *storage.Sear
 		ranked = `SELECT r, score FROM (` + ranked + ` LIMIT -1) WHERE score <= ?`
 		args = append(args, after.Score)
 	}
-	q := `SELECT top.r, top.score, m.id FROM (` + ranked + ` ORDER BY score DESC LIMIT ?) top JOIN memories m ON m.rowid = top.r`
+	q := `SELECT top.r, top.score, m.id, m.size_bytes FROM (` + ranked + ` ORDER BY score DESC LIMIT ?) top JOIN memories m ON m.rowid = top.r`
 	k := -1
 	if limit > 0 {
 		k = 2*limit + 1
@@ -167,7 +177,7 @@ func (t *tx) rankSearch(ctx context.Context, w whereBuilder, after *storage.Sear
 		var got []searchRanked
 		for rows.Next() {
 			var r searchRanked
-			if err := rows.Scan(&r.rowid, &r.score, &r.id); err != nil {
+			if err := rows.Scan(&r.rowid, &r.score, &r.id, &r.size); err != nil {
 				rows.Close()
 				return nil, translate(err)
 			}

@@ -124,18 +124,32 @@ func (t *tx) VersionInsert(ctx context.Context, v *trove.MemoryVersion) error {
 // queryVersions runs a query selecting versionSelect's columns and scans
 // every row.
 func (t *tx) queryVersions(ctx context.Context, q string, args ...any) ([]trove.MemoryVersion, error) {
+	return t.queryVersionsMax(ctx, 0, q, args...)
+}
+
+// queryVersionsMax reads versions; with maxBytes > 0 it stops after the
+// version whose content takes the read contents past maxBytes
+// (VersionAsOfParams.MaxBytes).
+func (t *tx) queryVersionsMax(ctx context.Context, maxBytes int, q string, args ...any) ([]trove.MemoryVersion, error) {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := []trove.MemoryVersion{}
+	budget := maxBytes
 	for rows.Next() {
 		var v trove.MemoryVersion
 		if err := scanVersion(rows, &v); err != nil {
 			return nil, translate(err)
 		}
 		out = append(out, v)
+		if v.Content != nil {
+			budget -= len(*v.Content)
+		}
+		if maxBytes > 0 && budget < 0 {
+			break
+		}
 	}
 	return out, translate(rows.Err())
 }

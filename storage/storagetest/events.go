@@ -84,6 +84,28 @@ func testEvents(t *testing.T, d storage.Driver) {
 		if diff := cmp.Diff(evs[1:2], got); diff != "" {
 			t.Errorf("EventList(after 1, limit 1) (-want +got):\n%s", diff)
 		}
+		// MaxBytes: the list ends after the event whose body takes it
+		// past the bound.
+		b0, b1 := len(evs[0].Body), len(evs[1].Body)
+		for _, tc := range []struct {
+			name string
+			p    storage.EventListParams
+			want []trove.SessionEvent
+		}{
+			{"one byte", storage.EventListParams{SessionID: se.ID, MaxBytes: 1}, evs[:1]},
+			{"the first body exactly", storage.EventListParams{SessionID: se.ID, MaxBytes: b0}, evs[:2]},
+			{"one byte past two bodies", storage.EventListParams{SessionID: se.ID, MaxBytes: b0 + b1 + 1}, evs},
+			{"with a limit", storage.EventListParams{SessionID: se.ID, MaxBytes: b0 + b1 + 1, Limit: 1}, evs[:1]},
+			{"newest first", storage.EventListParams{SessionID: se.ID, Desc: true, MaxBytes: 1}, evs[2:]},
+		} {
+			got, err := tx.EventList(ctx, tc.p)
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("EventList(MaxBytes, %s) (-want +got):\n%s", tc.name, diff)
+			}
+		}
 		got, err = tx.EventList(ctx, storage.EventListParams{SessionID: "sesn_none"})
 		if err != nil || len(got) != 0 {
 			t.Errorf("EventList(unknown session) = %v, %v; want empty", got, err)

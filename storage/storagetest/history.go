@@ -209,6 +209,28 @@ func testVersionAsOf(t *testing.T, d storage.Driver) {
 					t.Errorf("VersionAsOf seq %d %+v (-model +got):\n%s", seq, f, diff)
 				}
 			}
+			// MaxBytes: the listing ends after the version whose content
+			// takes the read contents past it.
+			for _, max := range []int{1, 2, 10} {
+				want := model(seq, storage.VersionAsOfParams{WithContent: true})
+				budget := max
+				for i, v := range want {
+					if v.Content != nil {
+						budget -= len(*v.Content)
+					}
+					if budget < 0 {
+						want = want[:i+1]
+						break
+					}
+				}
+				got, err := tx.VersionAsOf(ctx, storage.VersionAsOfParams{StoreID: s.ID, Seq: seq, WithContent: true, MaxBytes: max})
+				if err != nil {
+					return err
+				}
+				if diff := gocmp.Diff(want, got); diff != "" {
+					t.Errorf("VersionAsOf seq %d MaxBytes %d (-model +got):\n%s", seq, max, diff)
+				}
+			}
 			// Paging one at a time gives the whole listing.
 			var paged []trove.MemoryVersion
 			var after *storage.AsOfPosition

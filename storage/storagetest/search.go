@@ -155,6 +155,23 @@ func testMemorySearchRanking(t *testing.T, d storage.Driver) {
 	if diff := cmp.Diff(hitPaths(all), hitPaths(paged)); diff != "" {
 		t.Errorf("paged order differs from one page (-one +paged):\n%s", diff)
 	}
+	// MaxBytes: the hits end after the one whose content takes them past
+	// it, in rank order.
+	for _, tc := range []struct {
+		name string
+		max  int
+		want int
+	}{
+		{"one byte", 1, 1},
+		{"the first content exactly", len(*all[0].Memory.Content), 2},
+		{"past two contents", len(*all[0].Memory.Content) + len(*all[1].Memory.Content) + 1, 3},
+		{"all of them", 1 << 20, 25},
+	} {
+		got := search(t, d, storage.MemorySearchParams{WorkspaceID: "wrkspc_a", Query: mustQuery(t, "needle"), Limit: 100, MaxBytes: tc.max})
+		if diff := cmp.Diff(hitPaths(all[:tc.want]), hitPaths(got)); diff != "" {
+			t.Errorf("MaxBytes %s (-want +got):\n%s", tc.name, diff)
+		}
+	}
 	for i := 1; i < len(all); i++ {
 		a, b := all[i-1], all[i]
 		if a.Score < b.Score || a.Score == b.Score && a.Memory.ID > b.Memory.ID {
