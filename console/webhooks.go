@@ -45,7 +45,7 @@ func (h *Handler) webhookPage(w http.ResponseWriter, r *http.Request, s *signed)
 	if err != nil {
 		return err
 	}
-	pg, err := h.hooks.ListWebhookDeliveries(r.Context(), hook.ID, trove.ListDeliveriesParams{Limit: 50, Cursor: r.URL.Query().Get("cursor")})
+	pg, err := h.hooks.ListWebhookDeliveries(r.Context(), hook.ID, trove.ListDeliveriesParams{Limit: 50, Cursor: query(r).Get("cursor")})
 	if err != nil {
 		return err
 	}
