@@ -60,6 +60,7 @@ func testFlow(t *testing.T, bctx context.Context) {
 
 	// Create a memory (the textarea sends CRLF line ends; LF is stored).
 	tb.run(t, "new memory",
+		click("#tab-memories"), // saving the settings stays on their tab
 		click("#new-memory"),
 		waitVisible("#new-memory-form"),
 		setValue("#path", "/prefs/style.md"),

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -185,6 +186,61 @@ type rollbackData struct {
 	Since  string
 	Result *trove.RollbackResult
 	Force  bool
+	// Back is what the preview's changes bring back, by memory ID (the
+	// first rollbackPreviewMax changes); Unshown counts the changes left
+	// without it.
+	Back    map[string]*rollbackBack
+	Unshown int
+}
+
+// rollbackPreviewMax is how many changes of a rollback preview show the
+// content they bring back (up to two version reads each); the others link
+// to their versions.
+const rollbackPreviewMax = 25
+
+// rollbackBack is the content a change of a rollback brings back
+// (Content, the target version's) and, for a revert, its difference from
+// the memory's current content (Diff; nil when they are equal).
+type rollbackBack struct {
+	Content string
+	Diff    []textdiff.Line
+}
+
+// rollbackBacks reads what the changes of a preview bring back: the target
+// version of each revert and restore (not of a redacted one), and the
+// current version of a revert for the difference.
+func (h *Handler) rollbackBacks(ctx context.Context, storeID string, d *rollbackData) error {
+	d.Back = map[string]*rollbackBack{}
+	n := 0
+	for _, c := range d.Result.Changes {
+		if c.Target == nil || c.Target.Path == nil || c.Target.SHA256 == nil {
+			continue
+		}
+		if n == rollbackPreviewMax {
+			d.Unshown++
+			continue
+		}
+		n++
+		tv, err := h.svc.GetVersion(ctx, storeID, c.Target.ID, trove.ViewFull)
+		if err != nil {
+			return err
+		}
+		if tv.Content == nil {
+			continue
+		}
+		b := &rollbackBack{Content: *tv.Content}
+		if c.Current != nil && c.Current.Path != nil && c.Current.SHA256 != nil && *c.Current.SHA256 != *tv.SHA256 {
+			cv, err := h.svc.GetVersion(ctx, storeID, c.Current.ID, trove.ViewFull)
+			if err != nil {
+				return err
+			}
+			if cv.Content != nil {
+				b.Diff = textdiff.Lines(*cv.Path+" (now)", *tv.Path+" (back to)", *cv.Content, *tv.Content)
+			}
+		}
+		d.Back[c.MemoryID] = b
+	}
+	return nil
 }
 
 // rollbackParams reads the actor and moment of a rollback form.
@@ -229,6 +285,9 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 		return err
 	}
 	d := rollbackData{Store: st, Actor: q.Get("actor"), Since: q.Get("since"), Result: res}
+	if err := h.rollbackBacks(ctx, st.ID, &d); err != nil {
+		return err
+	}
 	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Roll back", Data: d})
 	return nil
 }
@@ -260,6 +319,9 @@ func (h *Handler) applyRollback(w http.ResponseWriter, r *http.Request, s *signe
 		msg := "Nothing was rolled back: " + strconv.Itoa(len(res.Conflicts)) + " memories conflict. Tick “roll back the rest anyway” to leave them as they are and roll back the others."
 		if len(res.Changes) == 0 {
 			msg = "Nothing was rolled back: there is nothing to roll back."
+		}
+		if err := h.rollbackBacks(ctx, st.ID, &d); err != nil {
+			return err
 		}
 		h.render(w, r, http.StatusConflict, "rollback", s, &view{Title: "Roll back", Error: msg, Data: d})
 		return nil
