@@ -225,9 +225,14 @@ func TestConsoleCurrent(t *testing.T) {
 		}
 	})
 
-	t.Run("DreamsListStoreNames", func(t *testing.T) {
-		if _, err := e.svc.CreateDream(e.ctx, trove.CreateDreamParams{StoreID: sid, SessionIDs: []string{f.sess.ID}, Model: trove.DefaultDreamModel}); err != nil {
+	t.Run("DreamsStoreAndSessionNames", func(t *testing.T) {
+		dr, err := e.svc.CreateDream(e.ctx, trove.CreateDreamParams{StoreID: sid, SessionIDs: []string{f.sess.ID}, Model: trove.DefaultDreamModel})
+		if err != nil {
 			t.Fatal(err)
+		}
+		// The dream's page names its sessions.
+		if want := `<a href="/console/sessions/` + f.sess.ID + `"><span class="actor" title="` + f.sess.ID + `"><span class="actor-name">nightly cleanup</span></span></a>`; !strings.Contains(e.get(t, "/console/dreams/"+dr.ID), want) {
+			t.Errorf("dream page lacks %s", want)
 		}
 		body := e.get(t, "/console/dreams")
 		want := `<a href="/console/stores/` + sid + `" class="store-link" title="` + sid + `">acme notes</a>`
