@@ -67,11 +67,8 @@ var funcs = template.FuncMap{
 	"asOfMemoryURL": func(sid, mid, at string) string {
 		return storeURL(sid) + "/asof/" + url.PathEscape(mid) + "?" + url.Values{"at": {at}}.Encode()
 	},
-	// time and timep (relative, exact UTC on hover) are set by parsePages
-	// with the handler's clock; utc is the exact time as text.
-	"time":  func(t time.Time) string { return t.UTC().Format(utcLayout) },
-	"timep": func(t *time.Time) string { return "" },
-	"utc":   func(t time.Time) string { return t.UTC().Format(utcLayout) },
+	// time and timep (relative, exact UTC on hover: when.go) are added by
+	// parsePages with the handler's clock.
 	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"bytes": humanBytes,
 	"intp": func(n *int) string {
