@@ -287,6 +287,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("Directories", func(t *testing.T) { testDirectories(t, bctx) })
 	t.Run("MarkdownPreview", func(t *testing.T) { testMarkdownPreview(t, bctx) })
 	t.Run("Conversation", func(t *testing.T) { testConversation(t, bctx) })
+	t.Run("Current", func(t *testing.T) { testCurrent(t, bctx) })
 	if dir := os.Getenv("TROVE_CONSOLE_SCREENSHOTS"); dir != "" {
 		t.Run("Screenshots", func(t *testing.T) { screenshots(t, bctx, dir) })
 	}

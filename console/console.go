@@ -30,6 +30,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
@@ -78,6 +79,7 @@ type Handler struct {
 	events trove.EventService       // Sessions' transcripts; nil hides the conversation
 	envs   trove.EnvironmentService // Services' environments; nil hides the environments pages
 	hooks  trove.WebhookService     // Services' webhooks; nil hides the webhooks pages
+	keys   keyLister                // Auth's or Services' key listing; nil shows keys by ID
 	secure bool                     // Config.SecureCookie
 	auth   trove.ConsoleAuthenticator
 	limits trove.Limits
@@ -107,7 +109,11 @@ func New(cfg Config) *Handler {
 	h.events, _ = cfg.Sessions.(trove.EventService)
 	h.envs, _ = cfg.Services.(trove.EnvironmentService)
 	h.hooks, _ = cfg.Services.(trove.WebhookService)
-	h.pages = parsePages()
+	h.keys, _ = cfg.Auth.(keyLister)
+	if h.keys == nil {
+		h.keys, _ = cfg.Services.(keyLister)
+	}
+	h.pages = parsePages(h.now)
 	sub, _ := fs.Sub(staticFS, "static")
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
 	h.routes()
@@ -341,7 +347,9 @@ type view struct {
 	Dreams   bool // the dreams pages exist
 	Envs     bool // the environments pages exist
 	Hooks    bool // the webhooks pages exist
-	Data     any
+	// Names shows API keys and sessions by name (names.go); nil shows IDs.
+	Names *names
+	Data  any
 }
 
 // status maps a domain error to the page's HTTP status.
@@ -380,6 +388,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, page 
 		v.Signed, v.CSRF, v.KeyID, v.Sessions = true, s.csrf, s.KeyID(), h.sess != nil
 		v.Dreams, v.Envs = h.dreams != nil, h.envs != nil
 		v.Hooks = h.hooks != nil
+		if v.Names == nil {
+			v.Names = h.names(r, s)
+		}
 	}
 	t := h.pages[page]
 	var b strings.Builder
@@ -409,11 +420,17 @@ func (h *Handler) fragment(w http.ResponseWriter, r *http.Request, page, name st
 // with a notice code the page shows.
 func redirect(w http.ResponseWriter, r *http.Request, target, notice string) {
 	if notice != "" {
+		target, frag, _ := strings.Cut(target, "#")
 		sep := "?"
 		if strings.Contains(target, "?") {
 			sep = "&"
 		}
 		target += sep + "done=" + url.QueryEscape(notice)
+		if frag != "" {
+			target += "#" + frag
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
@@ -515,10 +532,24 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request, s *signed) err
 	return nil
 }
 
+// names is the request's name resolver (names.go).
+func (h *Handler) names(r *http.Request, s *signed) *names {
+	return &names{ctx: r.Context(), log: h.log, keys: h.keys, sess: h.sess, storeID: r.PathValue("sid"), ws: s.p.WorkspaceID}
+}
+
 // parsePages parses the layout and shared blocks once and each page on a
-// clone of them.
-func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/_*.html"))
+// clone of them. now is the clock of the relative times.
+func parsePages(now func() time.Time) map[string]*template.Template {
+	fm := template.FuncMap{}
+	maps.Copy(fm, funcs)
+	fm["time"] = func(t time.Time) template.HTML { return timeHTML(now(), t) }
+	fm["timep"] = func(t *time.Time) template.HTML {
+		if t == nil {
+			return ""
+		}
+		return timeHTML(now(), *t)
+	}
+	base := template.Must(template.New("").Funcs(fm).ParseFS(templateFS, "templates/_*.html"))
 	entries, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		panic(err)

@@ -22,7 +22,13 @@ type dreamsData struct {
 	Next     string // cursor of the next page
 	Stores   []trove.Store
 	Base     string // this list's URL with its filters, for paging
+	// StoreNames names the stores of the listing (one page of stores);
+	// a store it leaves out shows as its ID.
+	StoreNames map[string]string
 }
+
+// StoreName is a store's name, or "" when the listing left it out.
+func (d dreamsData) StoreName(id string) string { return d.StoreNames[id] }
 
 func init() {
 	maps.Copy(notices, map[string]string{
@@ -67,11 +73,19 @@ func (h *Handler) dreamsPage(w http.ResponseWriter, r *http.Request, s *signed) 
 		return err
 	}
 	d.Dreams, d.Next = pg.Data, pg.NextPage
-	stores, err := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 100})
+	// One listing names the stores (archived ones too: a dream's input may
+	// have been archived since) and offers the live ones for a new dream.
+	stores, err := h.svc.ListStores(r.Context(), trove.ListStoresParams{Limit: 100, IncludeArchived: true})
 	if err != nil {
 		return err
 	}
-	d.Stores = stores.Data
+	d.StoreNames = make(map[string]string, len(stores.Data))
+	for _, st := range stores.Data {
+		d.StoreNames[st.ID] = st.Name
+		if st.ArchivedAt == nil {
+			d.Stores = append(d.Stores, st)
+		}
+	}
 	h.render(w, r, http.StatusOK, "dreams", s, &view{Title: "Dreams", Notice: notice(r), Data: d})
 	return nil
 }

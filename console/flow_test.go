@@ -60,6 +60,7 @@ func testFlow(t *testing.T, bctx context.Context) {
 
 	// Create a memory (the textarea sends CRLF line ends; LF is stored).
 	tb.run(t, "new memory",
+		click("#tab-memories"), // saving the settings stays on their tab
 		click("#new-memory"),
 		waitVisible("#new-memory-form"),
 		setValue("#path", "/prefs/style.md"),
@@ -223,7 +224,7 @@ func testFlow(t *testing.T, bctx context.Context) {
 
 	// Archive (one-way, confirmed).
 	tb.run(t, "archive",
-		chromedp.Navigate(e.url+"/console/stores/"+st.ID),
+		chromedp.Navigate(e.url+"/console/stores/"+st.ID+"#danger"),
 		waitVisible("#archive-store"),
 		click(`#archive-store input[name=confirm]`),
 		submit(`#archive-store input[name=confirm]`),
@@ -238,6 +239,7 @@ func testFlow(t *testing.T, bctx context.Context) {
 
 	// Delete: a wrong name is refused, the right one deletes.
 	tb.run(t, "delete with a wrong name",
+		click("#tab-danger"),
 		sendKeys("#confirm_name", "Project"),
 		submit("#confirm_name"),
 		waitVisible("#error"),
@@ -246,7 +248,7 @@ func testFlow(t *testing.T, bctx context.Context) {
 		t.Fatalf("store gone after a wrong confirmation: %v", err)
 	}
 	tb.run(t, "delete",
-		chromedp.Navigate(e.url+"/console/stores/"+st.ID),
+		chromedp.Navigate(e.url+"/console/stores/"+st.ID+"#danger"),
 		waitVisible("#confirm_name"),
 		sendKeys("#confirm_name", "Project notes"),
 		submit("#confirm_name"),

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/trovehq/trove"
 )
 
 // funcs are the templates' helpers. They return plain strings: escaping is
@@ -70,14 +68,9 @@ var funcs = template.FuncMap{
 	"asOfMemoryURL": func(sid, mid, at string) string {
 		return storeURL(sid) + "/asof/" + url.PathEscape(mid) + "?" + url.Values{"at": {at}}.Encode()
 	},
-	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"timep": func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
+	// time and timep (relative, exact UTC on hover: when.go) are added by
+	// parsePages with the handler's clock.
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"bytes": humanBytes,
 	"intp": func(n *int) string {
 		if n == nil {
@@ -106,7 +99,6 @@ var funcs = template.FuncMap{
 		}
 		return *s
 	},
-	"actor": actorText,
 	// base is the last segment of a memory path or folded prefix.
 	"base": func(p string) string {
 		p = strings.TrimSuffix(p, "/")
@@ -142,26 +134,6 @@ func humanBytes(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
-}
-
-// actorText names an actor: "key apikey_…", "session sesn_…", "console
-// user user_apikey_…".
-func actorText(a *trove.Actor) string {
-	if a == nil {
-		return "unknown"
-	}
-	id, _ := a.ID()
-	switch a.Type {
-	case trove.ActorAPI:
-		return "API key " + id
-	case trove.ActorSession:
-		return "session " + id
-	case trove.ActorUser:
-		return "user " + id
-	case trove.ActorServiceAccount:
-		return "service account " + id
-	}
-	return string(a.Type) + " " + id
 }
 
 // envURL is an environment's console page.

@@ -43,7 +43,7 @@ func screenshots(t *testing.T, bctx context.Context, dir string) {
 			styleID = m.ID
 		}
 	}
-	se, token, err := e.svc.CreateSession(trove.WithPrincipal(ctx, mustPrincipal(t, e)), trove.CreateSessionParams{Stores: []trove.AttachStoreParams{{StoreID: st.ID, Instructions: "Check conventions before writing code."}}})
+	se, token, err := e.svc.CreateSession(trove.WithPrincipal(ctx, mustPrincipal(t, e)), trove.CreateSessionParams{Title: "style pass", Stores: []trove.AttachStoreParams{{StoreID: st.ID, Instructions: "Check conventions before writing code."}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +86,8 @@ func screenshots(t *testing.T, bctx context.Context, dir string) {
 		waitVisible(`li.dir li.file a`),
 	)
 	shot("store")
+	tb.run(t, "store history tab", chromedp.Navigate(e.url+"/console/stores/"+st.ID+"#history"), waitVisible("#asof-form"))
+	shot("store-history")
 	tb.run(t, "memory", chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/memories/"+styleID), waitVisible("#memory-content"))
 	shot("memory")
 	// A conflict: the agent writes while the page is open.
@@ -119,6 +121,8 @@ func screenshots(t *testing.T, bctx context.Context, dir string) {
 	}
 	tb.waitDreamStatus(t, e.url+"/console/dreams/"+dr.ID, "completed")
 	shot("dream")
+	tb.run(t, "dreams", chromedp.Navigate(e.url+"/console/dreams"), waitVisible("#dreams"))
+	shot("dreams")
 	tb.run(t, "search", chromedp.Navigate(e.url+"/console/search?q=columns"), waitVisible("#hits"))
 	shot("search")
 	tb.run(t, "as of", chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/asof/"+styleID+"?at="+vs.Data[len(vs.Data)-1].ID), waitVisible("#asof-content"))
@@ -128,5 +132,9 @@ func screenshots(t *testing.T, bctx context.Context, dir string) {
 	tb.run(t, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait),
 		chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/memories/"+styleID), waitVisible("#memory-content"))
 	shot("memory-phone")
+	tb.run(t, "stores on a phone", chromedp.Navigate(e.url+"/console/stores"), waitVisible("#stores"))
+	shot("stores-phone")
+	tb.run(t, "rollback on a phone", chromedp.Navigate(e.url+"/console/stores/"+st.ID+"/rollback?actor="+se.ID+"&since="+vs.Data[len(vs.Data)-1].ID), waitVisible("#rb-changes"))
+	shot("rollback-phone")
 	tb.quiet(t)
 }

@@ -121,7 +121,9 @@ func (h *Handler) statsJSON(w http.ResponseWriter, r *http.Request, s *signed) e
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(map[string]string{
 		"memories": n, "size": humanBytes(int(row.SizeBytes)), "versions": versions,
-		"last_change": row.LastChange.UTC().Format("2006-01-02 15:04:05 UTC"),
+		"last_change":     row.LastChange.UTC().Format(utcLayout),
+		"last_change_at":  row.LastChange.UTC().Format(time.RFC3339),
+		"last_change_ago": ago(h.now(), row.LastChange),
 	})
 }
 
@@ -278,7 +280,7 @@ func (h *Handler) updateStore(w http.ResponseWriter, r *http.Request, s *signed)
 	if _, err := h.svc.UpdateStore(r.Context(), id, p); err != nil {
 		return err
 	}
-	redirect(w, r, storeURL(id), "saved")
+	redirect(w, r, storeURL(id)+"#settings", "saved")
 	return nil
 }
 

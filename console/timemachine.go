@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -189,6 +190,61 @@ type rollbackData struct {
 	Force  bool
 	Paged  bool   // a later page of the preview
 	Next   string // the preview's next page ("" when none)
+	// Back is what the preview's changes bring back, by memory ID (the
+	// first rollbackPreviewMax changes); Unshown counts the changes left
+	// without it.
+	Back    map[string]*rollbackBack
+	Unshown int
+}
+
+// rollbackPreviewMax is how many changes of a rollback preview show the
+// content they bring back (up to two version reads each); the others link
+// to their versions.
+const rollbackPreviewMax = 25
+
+// rollbackBack is the content a change of a rollback brings back
+// (Content, the target version's) and, for a revert, its difference from
+// the memory's current content (Diff; nil when they are equal).
+type rollbackBack struct {
+	Content string
+	Diff    []textdiff.Line
+}
+
+// rollbackBacks reads what the changes of a preview bring back: the target
+// version of each revert and restore (not of a redacted one), and the
+// current version of a revert for the difference.
+func (h *Handler) rollbackBacks(ctx context.Context, storeID string, d *rollbackData) error {
+	d.Back = map[string]*rollbackBack{}
+	n := 0
+	for _, c := range d.Result.Changes {
+		if c.Target == nil || c.Target.Path == nil || c.Target.SHA256 == nil {
+			continue
+		}
+		if n == rollbackPreviewMax {
+			d.Unshown++
+			continue
+		}
+		n++
+		tv, err := h.svc.GetVersion(ctx, storeID, c.Target.ID, trove.ViewFull)
+		if err != nil {
+			return err
+		}
+		if tv.Content == nil {
+			continue
+		}
+		b := &rollbackBack{Content: *tv.Content}
+		if c.Current != nil && c.Current.Path != nil && c.Current.SHA256 != nil && *c.Current.SHA256 != *tv.SHA256 {
+			cv, err := h.svc.GetVersion(ctx, storeID, c.Current.ID, trove.ViewFull)
+			if err != nil {
+				return err
+			}
+			if cv.Content != nil {
+				b.Diff = textdiff.Lines(*cv.Path+" (now)", *tv.Path+" (back to)", *cv.Content, *tv.Content)
+			}
+		}
+		d.Back[c.MemoryID] = b
+	}
+	return nil
 }
 
 // rollbackPageSize is how many changes and conflicts a rollback page
@@ -246,6 +302,9 @@ func (h *Handler) rollbackPage(w http.ResponseWriter, r *http.Request, s *signed
 	if res.NextPage != "" {
 		d.Next = storeURL(st.ID) + "/rollback?" + url.Values{"actor": {d.Actor}, "since": {d.Since}, "page": {res.NextPage}}.Encode()
 	}
+	if err := h.rollbackBacks(ctx, st.ID, &d); err != nil {
+		return err
+	}
 	h.render(w, r, http.StatusOK, "rollback", s, &view{Title: "Roll back", Data: d})
 	return nil
 }
@@ -280,6 +339,9 @@ func (h *Handler) applyRollback(w http.ResponseWriter, r *http.Request, s *signe
 		msg := "Nothing was rolled back: " + strconv.Itoa(res.ConflictsTotal) + " memories conflict. Tick “roll back the rest anyway” to leave them as they are and roll back the others."
 		if res.ChangesTotal == 0 {
 			msg = "Nothing was rolled back: there is nothing to roll back."
+		}
+		if err := h.rollbackBacks(ctx, st.ID, &d); err != nil {
+			return err
 		}
 		h.render(w, r, http.StatusConflict, "rollback", s, &view{Title: "Roll back", Error: msg, Data: d})
 		return nil

@@ -148,7 +148,7 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 		submit(".rollback-session input[name=since]"),
 		waitVisible("#rb-changes"),
 	)
-	if n := eval[int](t, tb, `document.querySelectorAll("#rb-changes tbody tr").length`); n != 2 {
+	if n := eval[int](t, tb, `document.querySelectorAll("#rb-changes tbody tr[data-action]").length`); n != 2 {
 		t.Errorf("the session page's dry run lists %d changes, want 2", n)
 	}
 
@@ -162,7 +162,7 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 		waitVisible("#rb-changes"),
 		waitVisible("#rb-conflicts"),
 	)
-	actions := eval[[]string](t, tb, `[...document.querySelectorAll("#rb-changes tbody tr")].map(r => r.dataset.action)`)
+	actions := eval[[]string](t, tb, `[...document.querySelectorAll("#rb-changes tbody tr[data-action]")].map(r => r.dataset.action)`)
 	if strings.Join(actions, " ") != "revert delete" && strings.Join(actions, " ") != "delete revert" {
 		t.Errorf("dry-run actions %q, want a revert and a delete", actions)
 	}
@@ -201,7 +201,7 @@ func testTimeMachine(t *testing.T, bctx context.Context) {
 	}
 
 	// Audit.
-	tb.run(t, "audit", chromedp.Navigate(storeURL), click("#audit-link"), waitVisible("#audit-ok"))
+	tb.run(t, "audit", chromedp.Navigate(storeURL), click("#tab-history"), click("#audit-link"), waitVisible("#audit-ok"))
 
 	// A redacted version stays redacted in the past.
 	sec, err := e.api.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/secret.md", Content: "the password is hunter2\n"})

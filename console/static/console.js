@@ -95,7 +95,15 @@ function fillStats() {
       .then(function (stats) {
         el.querySelectorAll("[data-stat]").forEach(function (cell) {
           const v = stats[cell.dataset.stat];
-          if (typeof v === "string") {
+          if (cell.dataset.stat === "last_change" && typeof stats.last_change_ago === "string") {
+            // Relative, with the exact UTC time on hover, as the server
+            // writes times.
+            const t = document.createElement("time");
+            t.dateTime = stats.last_change_at;
+            t.title = v;
+            t.textContent = stats.last_change_ago;
+            cell.replaceChildren(t);
+          } else if (typeof v === "string") {
             cell.textContent = v;
           }
         });
