@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/apply"
 )
 
@@ -71,16 +70,12 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 			if err != nil {
 				return err
 			}
-			ctx := e.ctx
-			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			k, err := openConn(e.ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			if p != nil {
-				ctx = trove.WithPrincipal(ctx, p)
-			}
-			res, err := apply.Apply(ctx, svc, spec, apply.Options{Target: importTarget(&sf), State: state, DryRun: dryRun})
+			defer k.close()
+			res, err := apply.Apply(k.ctx, k.svc, spec, apply.Options{Target: k.t.journalKey(), State: state, DryRun: dryRun})
 			if !dryRun {
 				if serr := state.Save(statePath); serr != nil && err == nil {
 					err = fmt.Errorf("saving the apply state %s: %w", statePath, serr)

@@ -66,21 +66,19 @@ It is written whole or not at all.`,
 				}
 				src, sourceName = archive.SDK(&c, id), from
 			} else {
-				svc, p, closeFn, err := sf.openServices(ctx, cmd)
+				k, err := openConn(ctx, cmd, &sf)
 				if err != nil {
 					return err
 				}
-				defer closeFn()
-				if p != nil {
-					ctx = trove.WithPrincipal(ctx, p)
+				defer k.close()
+				ctx = k.ctx
+				if k.t.remote() {
+					sourceName = k.t.url
 				}
-				if sf.url != "" {
-					sourceName = sf.url
-				}
-				if st, err = findAnyStore(ctx, svc, args[0]); err != nil {
+				if st, err = k.store(args[0], readStore); err != nil {
 					return err
 				}
-				src = archive.Services(svc, st.ID)
+				src = archive.Services(k.svc, st.ID)
 			}
 			if out == "" {
 				name := args[0]
@@ -133,32 +131,6 @@ func writeArchive(ctx context.Context, path string, stdout io.Writer, src archiv
 		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return m, nil
-}
-
-// findAnyStore resolves a store by ID or exact name, archived stores
-// included (they can be exported).
-func findAnyStore(ctx context.Context, svc trove.Services, ref string) (*trove.Store, error) {
-	if strings.HasPrefix(ref, trove.PrefixStore) {
-		st, err := svc.GetStore(ctx, ref)
-		if trove.ErrorCode(err) == trove.ENOTFOUND {
-			return nil, trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
-		}
-		return st, err
-	}
-	all := []trove.Store{}
-	cursor := ""
-	for {
-		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			break
-		}
-		cursor = page.NextPage
-	}
-	return storeNamed(all, ref)
 }
 
 // sdkStoreID resolves a store by ID or exact name through the SDK.

@@ -3,13 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/archive"
-	"github.com/trovehq/trove/storage/postgres"
 )
 
 func newImportCmd(e *env) *cobra.Command {
@@ -46,18 +44,15 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				return &exitError{code: 2, err: fmt.Errorf("import: -o must be text or json, got %q", output)}
 			}
 			file := args[0]
-			ctx := e.ctx
-			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			k, err := openConn(e.ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			if p != nil {
-				ctx = trove.WithPrincipal(ctx, p)
-			}
-			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: importTarget(&sf)}
+			defer k.close()
+			ctx, svc := k.ctx, k.svc
+			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: k.t.journalKey()}
 			if store != "" {
-				st, err := findStore(ctx, svc, store)
+				st, err := k.store(store, writeStore)
 				if err != nil {
 					return err
 				}
@@ -123,19 +118,4 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 	f.StringVar(&store, "store", "", "fill this existing store (name or ID) instead of creating one")
 	f.StringVarP(&output, "output", "o", "text", "report format: text or json")
 	return cmd
-}
-
-// importTarget names where an import goes, for its journal: the server URL,
-// the PostgreSQL URL without password, or the absolute data directory.
-func importTarget(sf *storeFlags) string {
-	switch {
-	case sf.url != "":
-		return sf.url
-	case sf.dbURL != "":
-		return postgres.RedactDSN(sf.dbURL)
-	}
-	if abs, err := filepath.Abs(sf.data); err == nil {
-		return abs
-	}
-	return sf.data
 }

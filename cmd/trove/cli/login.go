@@ -207,17 +207,17 @@ workspace, and whether it answers. It exits 1 when the target does not answer.
 					return fmt.Errorf("no database at %s: start trove serve --data %s once, or pass the right --data", where, t.data)
 				}
 			}
-			svc, p, closeSvc, err := sf.openServices(e.ctx, cmd)
+			k, err := openConn(e.ctx, cmd, &sf)
 			if err != nil {
 				fmt.Fprintf(e.stdout, "reachable: no\n")
 				return err
 			}
-			defer closeSvc()
-			if _, err := svc.ListStores(trove.WithPrincipal(e.ctx, p), trove.ListStoresParams{Limit: 1}); err != nil {
+			defer k.close()
+			if _, err := k.svc.ListStores(k.ctx, trove.ListStoresParams{Limit: 1}); err != nil {
 				fmt.Fprintf(e.stdout, "reachable: no\n")
 				return err
 			}
-			fmt.Fprintf(e.stdout, "workspace: %s\nreachable: yes\n", p.WorkspaceID)
+			fmt.Fprintf(e.stdout, "workspace: %s\nreachable: yes\n", k.p.WorkspaceID)
 			return nil
 		},
 	}

@@ -45,7 +45,7 @@ store the credential can read (a session token: its attached stores).
 			names := map[string]string{}
 			p := trove.SearchParams{Query: strings.Join(args, " "), PathPrefix: prefix}
 			for _, ref := range stores {
-				st, err := k.store(ref)
+				st, err := k.store(ref, readStore)
 				if err != nil {
 					return err
 				}
@@ -100,7 +100,7 @@ store the credential can read (a session token: its attached stores).
 		},
 	}
 	c.sf.register(cmd)
-	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's shapes, for scripts)")
+	c.out.register(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&stores, "store", "s", nil, "search only this store (name or ID); repeat for several")
 	cmd.Flags().StringVar(&prefix, "prefix", "", "search only below this directory, e.g. /notes")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "the most results to show")

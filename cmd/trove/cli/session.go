@@ -160,15 +160,12 @@ func (cs *cliSession) endOrReport(ctx context.Context, stderr io.Writer) {
 // function, which closes the services. cmdName prefixes the errors of a
 // backend without sessions.
 func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, refs, instr []string) (*cliSession, func(), error) {
-	ctx := e.ctx
-	svc, p, closeFn, err := sf.openServices(ctx, cmd)
+	k, err := openConn(e.ctx, cmd, sf)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p != nil {
-		ctx = trove.WithPrincipal(ctx, p)
-	}
-	cleanup := func() { closeFn() }
+	ctx, svc := k.ctx, k.svc
+	cleanup := func() { k.close() }
 	fail := func(err error) (*cliSession, func(), error) {
 		cleanup()
 		return nil, nil, err

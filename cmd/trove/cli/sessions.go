@@ -33,7 +33,7 @@ func newSessionsCmd(e *env) *cobra.Command {
 			}
 			p := trove.ListSessionsParams{Limit: 100}
 			if storeRef != "" {
-				st, err := k.store(storeRef)
+				st, err := k.store(storeRef, readStore)
 				if err != nil {
 					return err
 				}
@@ -96,7 +96,7 @@ func newSessionsCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				st, err := k.store(ref)
+				st, err := k.store(ref, readStore)
 				if err != nil {
 					return err
 				}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -64,16 +63,13 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 			if err != nil {
 				return err
 			}
-			ctx := e.ctx
-			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			k, err := openConn(e.ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			if p != nil {
-				ctx = trove.WithPrincipal(ctx, p)
-			}
-			st, err := findStore(ctx, svc, ref)
+			defer k.close()
+			ctx, svc := k.ctx, k.svc
+			st, err := k.store(ref, writeStore)
 			if err != nil {
 				return err
 			}
@@ -146,15 +142,6 @@ func parseStoreRef(s string) (ref string, readOnly bool, err error) {
 		return "", false, &exitError{code: 2, err: fmt.Errorf("empty store name in %q", s)}
 	}
 	return ref, readOnly, nil
-}
-
-// findStore resolves one store by ID or exact name (see resolveStores).
-func findStore(ctx context.Context, svc trove.Services, ref string) (*trove.Store, error) {
-	stores, _, err := resolveStores(ctx, svc, []string{ref})
-	if err != nil {
-		return nil, err
-	}
-	return &stores[0], nil
 }
 
 // defaultSyncState is $XDG_STATE_HOME/trove/sync/<store>-<hash of dir>, or
