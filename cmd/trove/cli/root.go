@@ -90,6 +90,11 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// commandUsageError is a usage error (exit 2) with cmd's usage line.
+func commandUsageError(cmd *cobra.Command, msg string) error {
+	return &exitError{code: exitUsage, err: withUsage(cmd, msg)}
+}
+
 // Main runs the trove command line with args (without the program name) and
 // returns the process exit code (see exitCodesHelp).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
