@@ -50,7 +50,6 @@ func commands(e *env) []*cobra.Command {
 		newMCPCmd(e),
 		newSyncCmd(e),
 		newMountCmd(e),
-		newSessionCmd(e),
 		newExportCmd(e),
 		newImportCmd(e),
 		newApplyCmd(e),
