@@ -49,25 +49,25 @@ the agent records its whole conversation in the session's transcript, where
 a dream can read it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
-				return &exitError{code: 2, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
+				return &exitError{code: exitUsage, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (root == "") == !store.enabled() {
-				return &exitError{code: 2, err: errors.New("agent: give exactly one of --root DIR and --store NAME_OR_ID")}
+				return &exitError{code: exitUsage, err: errors.New("agent: give exactly one of --root DIR and --store NAME_OR_ID")}
 			}
 			if err := guards.validate("agent"); err != nil {
 				return err
 			}
 			if store.enabled() && guards.expireAfter > 0 {
-				return &exitError{code: 2, err: errors.New("agent: --expire-after needs access times, which a memory store does not track; use it with --root")}
+				return &exitError{code: exitUsage, err: errors.New("agent: --expire-after needs access times, which a memory store does not track; use it with --root")}
 			}
 			if os.Getenv("ANTHROPIC_API_KEY") == "" {
-				return &exitError{code: 2, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
+				return &exitError{code: exitUsage, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
 			}
 			if maxTurns < 1 {
-				return &exitError{code: 2, err: errors.New("agent: --max-turns must be at least 1")}
+				return &exitError{code: exitUsage, err: errors.New("agent: --max-turns must be at least 1")}
 			}
 			var tool *memtool.Tool
 			if store.enabled() {
@@ -129,7 +129,7 @@ a dream can read it.`,
 				fmt.Fprintf(e.stderr, "trove: the conversation was not fully recorded in session %s: %s\n", os.Getenv("TROVE_SESSION_ID"), trove.ErrorMessage(rec.Err()))
 			}
 			if errors.Is(err, claude.ErrMaxTurns) {
-				err = fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
+				err = fmt.Errorf("agent: stopped after %s (raise --max-turns)", count(maxTurns, "turn", "turns"))
 			} else if err != nil {
 				err = fmt.Errorf("agent: %w", err)
 			}

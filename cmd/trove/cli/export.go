@@ -57,7 +57,7 @@ It is written whole or not at all.`,
 					key = os.Getenv("TROVE_API_KEY")
 				}
 				if key == "" {
-					return &exitError{code: 2, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
+					return &exitError{code: exitUsage, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
 				}
 				c := anthropic.NewClient(option.WithBaseURL(strings.TrimRight(from, "/")), option.WithAPIKey(key))
 				id, err := sdkStoreID(ctx, &c, args[0])
@@ -103,8 +103,8 @@ It is written whole or not at all.`,
 			if out == "-" {
 				where = "standard output"
 			}
-			fmt.Fprintf(e.stderr, "exported store %q (%s): %d memories, %d versions (%d redacted) to %s\n",
-				m.Store.Name, m.Store.ID, len(m.Memories), len(m.Versions), redacted, where)
+			fmt.Fprintf(e.stderr, "exported store %q (%s): %s, %s (%d redacted) to %s\n",
+				m.Store.Name, m.Store.ID, count(len(m.Memories), "memory", "memories"), count(len(m.Versions), "version", "versions"), redacted, where)
 			return nil
 		},
 	}
@@ -202,9 +202,9 @@ func (p *progress) update(ev archive.Progress) {
 
 func (p *progress) line() {
 	if p.total >= 0 {
-		fmt.Fprintf(p.w, "%s: %d/%d memories\n", p.what, p.done, p.total)
+		fmt.Fprintf(p.w, "%s: %d/%s\n", p.what, p.done, count(p.total, "memory", "memories"))
 	} else {
-		fmt.Fprintf(p.w, "%s: %d memories\n", p.what, p.done)
+		fmt.Fprintf(p.w, "%s: %s\n", p.what, count(p.done, "memory", "memories"))
 	}
 }
 

@@ -14,7 +14,7 @@ func newImportCmd(e *env) *cobra.Command {
 	var (
 		sf     storeFlags
 		store  string
-		output string
+		out    output
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE [--store NAME_OR_ID]",
@@ -40,8 +40,8 @@ The target is local (--data, TROVE_DATA) or a server (TROVE_URL with
 TROVE_API_KEY). -o json prints the report as JSON.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{code: 2, err: fmt.Errorf("import: -o must be text or json, got %q", output)}
+			if err := out.check(); err != nil {
+				return err
 			}
 			file := args[0]
 			k, err := openConn(e.ctx, cmd, &sf)
@@ -81,7 +81,7 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				}
 				return err
 			}
-			if output == "json" {
+			if out.json() {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
@@ -95,10 +95,10 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				case rep.Created:
 					verb = "created"
 				}
-				fmt.Fprintf(e.stdout, "%s store %q (%s): %d memories written, %d already there, %d left as they are\n",
-					verb, rep.Store.Name, rep.StoreID, len(rep.Written), len(rep.Present), len(rep.Conflicts))
-				fmt.Fprintf(e.stdout, "history: %d versions kept in %s (manifest.json); the store's own versions start with this import\n",
-					rep.HistoryVersions, file)
+				fmt.Fprintf(e.stdout, "%s store %q (%s): %s written, %d already there, %d left as they are\n",
+					verb, rep.Store.Name, rep.StoreID, count(len(rep.Written), "memory", "memories"), len(rep.Present), len(rep.Conflicts))
+				fmt.Fprintf(e.stdout, "history: %s kept in %s (manifest.json); the store's own versions start with this import\n",
+					count(rep.HistoryVersions, "version", "versions"), file)
 				for _, c := range rep.Conflicts {
 					if c.ConflictingPath != "" {
 						fmt.Fprintf(e.stdout, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
@@ -108,7 +108,7 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 				}
 			}
 			if n := len(rep.Conflicts); n > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d memories of the archive differ from the store and were left as they are", n)}
+				return &exitError{code: exitFailed, err: fmt.Errorf("%s of the archive %s from the store and %s left as %s", count(n, "memory", "memories"), plural(n, "differs", "differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
 			}
 			return nil
 		},
@@ -116,6 +116,6 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 	sf.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&store, "store", "", "fill this existing store (name or ID) instead of creating one")
-	f.StringVarP(&output, "output", "o", "text", "report format: text or json")
+	out.register(f)
 	return cmd
 }

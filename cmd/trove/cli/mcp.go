@@ -217,5 +217,5 @@ func (nopWriteCloser) Close() error { return nil }
 
 // mcpUsageError is a usage error (exit code 2).
 func mcpUsageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }

@@ -230,6 +230,9 @@ func printTree(w io.Writer, base string, items []trove.MemoryListItem, folded ma
 
 func sizeText(n int) string { return strconv.Itoa(n) + " B" }
 
+// count is n and the noun for n: "1 memory", "2 memories", "0 memories".
+func count(n int, one, many string) string { return strconv.Itoa(n) + " " + plural(n, one, many) }
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one

@@ -57,7 +57,7 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if store == "" || dir == "" {
-				return &exitError{code: 2, err: fmt.Errorf("sync: --store and --dir are required")}
+				return &exitError{code: exitUsage, err: fmt.Errorf("sync: --store and --dir are required")}
 			}
 			ref, readOnly, err := parseStoreRef(store)
 			if err != nil {
@@ -104,7 +104,7 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 				rep, err := eng.Flush(ctx)
 				report(rep, err, true)
 				if err == nil && rep != nil && len(rep.Unrepresentable) > 0 {
-					return &exitError{code: 1, err: fmt.Errorf("sync: %d store paths cannot be local files and were not synced (listed in %s)", len(rep.Unrepresentable), notices.Path())}
+					return &exitError{code: exitFailed, err: fmt.Errorf("sync: %d store paths cannot be local files and were not synced (listed in %s)", len(rep.Unrepresentable), notices.Path())}
 				}
 				return err
 			}
@@ -139,7 +139,7 @@ func parseStoreRef(s string) (ref string, readOnly bool, err error) {
 		}
 	}
 	if ref == "" {
-		return "", false, &exitError{code: 2, err: fmt.Errorf("empty store name in %q", s)}
+		return "", false, &exitError{code: exitUsage, err: fmt.Errorf("empty store name in %q", s)}
 	}
 	return ref, readOnly, nil
 }
@@ -186,7 +186,7 @@ func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
 	}
 	sort.Strings(parts)
 	if len(r.PendingDeletes) > 0 {
-		parts = append(parts, fmt.Sprintf("%d deletes waiting", len(r.PendingDeletes)))
+		parts = append(parts, count(len(r.PendingDeletes), "delete", "deletes")+" waiting")
 	}
 	did := len(parts) > 0
 	if did || always {
