@@ -12,9 +12,9 @@ import (
 
 func newImportCmd(e *env) *cobra.Command {
 	var (
-		sf     storeFlags
-		store  string
-		out    output
+		sf    storeFlags
+		store string
+		out   output
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE [--store NAME_OR_ID]",
