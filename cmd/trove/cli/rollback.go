@@ -38,32 +38,29 @@ back everything else and leaves the conflicting memories as they are.
 		if err != nil {
 			return err
 		}
-		k, st, err := c.openStore(cmd, args[0])
-		if err != nil {
-			return err
-		}
-		defer k.close()
-		h, err := k.history()
-		if err != nil {
-			return err
-		}
-		r, err := h.RollbackActor(k.ctx, st.ID, trove.RollbackParams{SessionID: sessionID, APIKeyID: keyID, Since: at, DryRun: dryRun, Force: force})
-		if err != nil {
-			return err
-		}
-		refused := !dryRun && !r.Applied && len(r.Conflicts) > 0
-		if c.json() {
-			if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
+		return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+			h, err := k.history()
+			if err != nil {
 				return err
 			}
-		} else {
-			c.printRollback(st, r, dryRun)
-		}
-		if refused {
-			return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
-				len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
-		}
-		return nil
+			r, err := h.RollbackActor(k.ctx, st.ID, trove.RollbackParams{SessionID: sessionID, APIKeyID: keyID, Since: at, DryRun: dryRun, Force: force})
+			if err != nil {
+				return err
+			}
+			refused := !dryRun && !r.Applied && len(r.Conflicts) > 0
+			if c.json() {
+				if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
+					return err
+				}
+			} else {
+				c.printRollback(st, r, dryRun)
+			}
+			if refused {
+				return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
+					len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
+			}
+			return nil
+		})
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "the session whose writes to undo (sesn_…)")
 	cmd.Flags().StringVar(&keyID, "key", "", "the API key whose writes to undo (apikey_…)")
