@@ -55,29 +55,6 @@ func (c *clientCmd) withStoreFor(cmd *cobra.Command, ref string, use storeUse, f
 	})
 }
 
-// open checks -o and opens the target. Deprecated: use withConn.
-func (c *clientCmd) open(cmd *cobra.Command) (*conn, error) {
-	if err := c.out.check(); err != nil {
-		return nil, err
-	}
-	return openConn(c.e.ctx, cmd, &c.sf)
-}
-
-// openStore opens the target and resolves the store ref. Deprecated: use
-// withStore.
-func (c *clientCmd) openStore(cmd *cobra.Command, ref string) (*conn, *trove.Store, error) {
-	k, err := c.open(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := k.store(ref, readStore)
-	if err != nil {
-		k.close()
-		return nil, nil, err
-	}
-	return k, st, nil
-}
-
 // json reports whether -o json was asked for.
 func (c *clientCmd) json() bool { return c.out.json() }
 
