@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -43,74 +43,7 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 			if err := out.check(); err != nil {
 				return err
 			}
-			file := args[0]
-			k, err := openConn(e.ctx, cmd, &sf)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			ctx, svc := k.ctx, k.svc
-			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: k.t.journalKey()}
-			if store != "" {
-				st, err := k.store(store, writeStore)
-				if err != nil {
-					return err
-				}
-				opts.StoreID = st.ID
-			}
-			// A local database's limits are known exactly; a server is
-			// checked against the documented ones (its own refusals are
-			// undone).
-			if l, ok := svc.(interface{ Limits() trove.Limits }); ok {
-				opts.Limits = l.Limits()
-			}
-			var pr *progress
-			opts.Progress = func(ev archive.Progress) {
-				if pr == nil {
-					pr = newProgress(e.stderr, "importing", ev.Total)
-				}
-				pr.update(ev)
-			}
-			rep, err := archive.Import(ctx, svc, file, opts)
-			if pr != nil {
-				pr.finish()
-			}
-			if err != nil {
-				if rep != nil && rep.Resumable {
-					return fmt.Errorf("%w (run the same import again to resume into %s)", err, rep.StoreID)
-				}
-				return err
-			}
-			if out.json() {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				verb := "filled"
-				switch {
-				case rep.Resumed:
-					verb = "resumed into"
-				case rep.Created:
-					verb = "created"
-				}
-				fmt.Fprintf(e.stdout, "%s store %q (%s): %s written, %d already there, %d left as they are\n",
-					verb, rep.Store.Name, rep.StoreID, count(len(rep.Written), "memory", "memories"), len(rep.Present), len(rep.Conflicts))
-				fmt.Fprintf(e.stdout, "history: %s kept in %s (manifest.json); the store's own versions start with this import\n",
-					count(rep.HistoryVersions, "version", "versions"), file)
-				for _, c := range rep.Conflicts {
-					if c.ConflictingPath != "" {
-						fmt.Fprintf(e.stdout, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
-					} else {
-						fmt.Fprintf(e.stdout, "  not imported: %s differs in the store (store %.12s…, archive %.12s…)\n", c.Path, c.StoreSHA256, c.ArchiveSHA256)
-					}
-				}
-			}
-			if n := len(rep.Conflicts); n > 0 {
-				return &exitError{code: exitFailed, err: fmt.Errorf("%s of the archive %s from the store and %s left as %s", count(n, "memory", "memories"), plural(n, "differs", "differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
-			}
-			return nil
+			return withConn(e.ctx, cmd, &sf, func(k *conn) error { return runImport(e, k, args[0], store, &out) })
 		},
 	}
 	sf.register(cmd)
@@ -118,4 +51,72 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 	f.StringVar(&store, "store", "", "fill this existing store (name or ID) instead of creating one")
 	out.register(f)
 	return cmd
+}
+
+// runImport imports file into the target k (into the store ref when not
+// empty) and reports the result.
+func runImport(e *env, k *conn, file, ref string, out *output) error {
+	opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: k.t.journalKey()}
+	if ref != "" {
+		st, err := k.store(ref, writeStore)
+		if err != nil {
+			return err
+		}
+		opts.StoreID = st.ID
+	}
+	// A local database's limits are known exactly; a server is checked
+	// against the documented ones (its own refusals are undone).
+	if l, ok := k.svc.(interface{ Limits() trove.Limits }); ok {
+		opts.Limits = l.Limits()
+	}
+	var pr *progress
+	opts.Progress = func(ev archive.Progress) {
+		if pr == nil {
+			pr = newProgress(e.stderr, "importing", ev.Total)
+		}
+		pr.update(ev)
+	}
+	rep, err := archive.Import(k.ctx, k.svc, file, opts)
+	if pr != nil {
+		pr.finish()
+	}
+	if err != nil {
+		if rep != nil && rep.Resumable {
+			return fmt.Errorf("%w (run the same import again to resume into %s)", err, rep.StoreID)
+		}
+		return err
+	}
+	if out.json() {
+		if err := writeJSON(e.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printImport(e.stdout, rep, file)
+	}
+	if n := len(rep.Conflicts); n > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s of the archive %s from the store and %s left as %s", count(n, "memory", "memories"), plural(n, "differs", "differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
+	}
+	return nil
+}
+
+// printImport reports an import for people.
+func printImport(w io.Writer, rep *archive.ImportReport, file string) {
+	verb := "filled"
+	switch {
+	case rep.Resumed:
+		verb = "resumed into"
+	case rep.Created:
+		verb = "created"
+	}
+	fmt.Fprintf(w, "%s store %q (%s): %s written, %d already there, %d left as they are\n",
+		verb, rep.Store.Name, rep.StoreID, count(len(rep.Written), "memory", "memories"), len(rep.Present), len(rep.Conflicts))
+	fmt.Fprintf(w, "history: %s kept in %s (manifest.json); the store's own versions start with this import\n",
+		count(rep.HistoryVersions, "version", "versions"), file)
+	for _, c := range rep.Conflicts {
+		if c.ConflictingPath != "" {
+			fmt.Fprintf(w, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
+		} else {
+			fmt.Fprintf(w, "  not imported: %s differs in the store (store %.12s…, archive %.12s…)\n", c.Path, c.StoreSHA256, c.ArchiveSHA256)
+		}
+	}
 }
