@@ -44,68 +44,20 @@ stores API through the official SDK, the hosted one included
 It is written whole or not at all.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := e.ctx
-			var src archive.Source
-			var st *trove.Store
-			sourceName := "local"
 			if from != "" {
-				key := sf.apiKey
-				if key == "" {
-					key = os.Getenv("ANTHROPIC_API_KEY")
-				}
-				if key == "" {
-					key = os.Getenv("TROVE_API_KEY")
-				}
-				if key == "" {
-					return &exitError{code: exitUsage, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
-				}
-				c := anthropic.NewClient(option.WithBaseURL(strings.TrimRight(from, "/")), option.WithAPIKey(key))
-				id, err := sdkStoreID(ctx, &c, args[0])
-				if err != nil {
-					return fmt.Errorf("%s: %w", from, err)
-				}
-				src, sourceName = archive.SDK(&c, id), from
-			} else {
-				k, err := openConn(ctx, cmd, &sf)
+				src, err := sdkSource(e.ctx, from, sf.apiKey, args[0])
 				if err != nil {
 					return err
 				}
-				defer k.close()
-				ctx = k.ctx
+				return runExport(e.ctx, e, src, from, args[0], out)
+			}
+			return withStore(e.ctx, cmd, &sf, args[0], readStore, func(k *conn, st *trove.Store) error {
+				source := "local"
 				if k.t.remote() {
-					sourceName = k.t.url
+					source = k.t.url
 				}
-				if st, err = k.store(args[0], readStore); err != nil {
-					return err
-				}
-				src = archive.Services(k.svc, st.ID)
-			}
-			if out == "" {
-				name := args[0]
-				if st != nil {
-					name = st.Name
-				}
-				out = trove.Slug(name) + ".tar.gz"
-			}
-			pr := newProgress(e.stderr, "exporting", -1)
-			m, err := writeArchive(ctx, out, e.stdout, src, archive.ExportOptions{Source: sourceName, Progress: pr.update})
-			pr.finish()
-			if err != nil {
-				return err
-			}
-			redacted := 0
-			for _, v := range m.Versions {
-				if v.Redacted {
-					redacted++
-				}
-			}
-			where := out
-			if out == "-" {
-				where = "standard output"
-			}
-			fmt.Fprintf(e.stderr, "exported store %q (%s): %s, %s (%d redacted) to %s\n",
-				m.Store.Name, m.Store.ID, count(len(m.Memories), "memory", "memories"), count(len(m.Versions), "version", "versions"), redacted, where)
-			return nil
+				return runExport(k.ctx, e, archive.Services(k.svc, st.ID), source, st.Name, out)
+			})
 		},
 	}
 	sf.register(cmd)
@@ -113,6 +65,53 @@ It is written whole or not at all.`,
 	f.StringVarP(&out, "output", "o", "", `archive file to write (default <store slug>.tar.gz; "-" for standard output)`)
 	f.StringVar(&from, "from", "", "export from this memory stores API server through the official SDK (e.g. https://api.anthropic.com) instead of --url/--data")
 	return cmd
+}
+
+// sdkSource is the store ref on the memory stores API server at from,
+// read through the official SDK with key, else $ANTHROPIC_API_KEY, else
+// $TROVE_API_KEY.
+func sdkSource(ctx context.Context, from, key, ref string) (archive.Source, error) {
+	for _, env := range []string{"ANTHROPIC_API_KEY", "TROVE_API_KEY"} {
+		if key == "" {
+			key = os.Getenv(env)
+		}
+	}
+	if key == "" {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
+	}
+	c := anthropic.NewClient(option.WithBaseURL(strings.TrimRight(from, "/")), option.WithAPIKey(key))
+	id, err := sdkStoreID(ctx, &c, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return archive.SDK(&c, id), nil
+}
+
+// runExport writes src to out (default <slug of name>.tar.gz) and reports
+// what it wrote on stderr.
+func runExport(ctx context.Context, e *env, src archive.Source, source, name, out string) error {
+	if out == "" {
+		out = trove.Slug(name) + ".tar.gz"
+	}
+	pr := newProgress(e.stderr, "exporting", -1)
+	m, err := writeArchive(ctx, out, e.stdout, src, archive.ExportOptions{Source: source, Progress: pr.update})
+	pr.finish()
+	if err != nil {
+		return err
+	}
+	redacted := 0
+	for _, v := range m.Versions {
+		if v.Redacted {
+			redacted++
+		}
+	}
+	where := out
+	if out == "-" {
+		where = "standard output"
+	}
+	fmt.Fprintf(e.stderr, "exported store %q (%s): %s, %s (%d redacted) to %s\n",
+		m.Store.Name, m.Store.ID, count(len(m.Memories), "memory", "memories"), count(len(m.Versions), "version", "versions"), redacted, where)
+	return nil
 }
 
 // writeArchive exports src to path through a temp file renamed into place
