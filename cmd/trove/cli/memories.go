@@ -371,79 +371,89 @@ yours, keeps your text in a file it names, and exits 4.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withTree(cmd, args[0], writeStore, func(k *conn, st *trove.Store, t *storetree.Tree) error {
-				p := memPath(args[1])
-				if strings.HasPrefix(args[1], trove.PrefixMemory) {
-					p = args[1]
-				}
-				m, err := lookup(k, st, t, p, trove.ViewFull)
-				if err != nil && trove.ErrorCode(err) != trove.ENOTFOUND {
-					return err
-				}
-				if m == nil && strings.HasPrefix(p, trove.PrefixMemory) {
-					return err
-				}
-				old := ""
-				if m != nil {
-					old, p = *m.Content, m.Path
-				}
-				dir, err := os.MkdirTemp("", "trove-edit-")
-				if err != nil {
-					return err
-				}
-				file := filepath.Join(dir, storetree.Base(p))
-				keep := false
-				defer func() {
-					if !keep {
-						os.RemoveAll(dir)
-					}
-				}()
-				if err := os.WriteFile(file, []byte(old), 0o600); err != nil {
-					return err
-				}
-				if err := runEditor(c.e, file); err != nil {
-					keep = true
-					return fmt.Errorf("%w; nothing was saved, your text is in %s", err, file)
-				}
-				b, err := os.ReadFile(file)
-				if err != nil {
-					return err
-				}
-				mine := string(b)
-				if m != nil && mine == old {
-					fmt.Fprintf(c.e.stdout, "%s unchanged\n", p)
-					return nil
-				}
-				var saved *trove.Memory
-				verb := "updated"
-				if m == nil {
-					saved, err = t.Create(k.ctx, p, mine)
-					verb = "created"
-				} else {
-					saved, err = t.Update(k.ctx, m.ID, trove.UpdateMemoryParams{Content: &mine, PreconditionSHA256: m.SHA256})
-				}
-				switch code := trove.ErrorCode(err); code {
-				case "":
-					return c.showWrite(verb, saved)
-				case trove.EPRECONDITION, trove.EPATHCONFLICT, trove.ENOTFOUND:
-					keep = true
-					theirs := ""
-					if cur, lerr := t.Lookup(k.ctx, p, trove.ViewFull); lerr == nil && cur != nil {
-						theirs = *cur.Content
-					}
-					fmt.Fprint(c.e.stdout, unifiedDiff(p+" (store)", p+" (yours)", theirs, mine))
-					what := "another writer changed " + p + " since you opened it"
-					if m == nil {
-						what = "another writer created " + p + " since you opened it"
-					} else if code == trove.ENOTFOUND {
-						what = "another writer deleted or moved " + p + " since you opened it"
-					}
-					return &exitError{code: exitConflict, err: fmt.Errorf("%s; nothing was saved (the diff above goes from the store's text to yours); your text is in %s: merge it and run trove memories write %s %s %s", what, file, shellQuote(st.Name), p, shellQuote(file))}
-				}
-				keep = true
-				return fmt.Errorf("%w; your text is in %s", err, file)
+				return c.edit(k, st, t, args[1])
 			})
 		},
 	}
+}
+
+// edit opens the memory ref (a path or a mem_ ID; a missing path is a new
+// memory) in the editor and saves the text conditionally (see editCmd).
+func (c *clientCmd) edit(k *conn, st *trove.Store, t *storetree.Tree, ref string) error {
+	p := memPath(ref)
+	if strings.HasPrefix(ref, trove.PrefixMemory) {
+		p = ref
+	}
+	m, err := lookup(k, st, t, p, trove.ViewFull)
+	if err != nil && (trove.ErrorCode(err) != trove.ENOTFOUND || strings.HasPrefix(p, trove.PrefixMemory)) {
+		return err
+	}
+	old := ""
+	if m != nil {
+		old, p = *m.Content, m.Path
+	}
+	dir, err := os.MkdirTemp("", "trove-edit-")
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(dir, storetree.Base(p))
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := os.WriteFile(file, []byte(old), 0o600); err != nil {
+		return err
+	}
+	if err := runEditor(c.e, file); err != nil {
+		keep = true
+		return fmt.Errorf("%w; nothing was saved, your text is in %s", err, file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	mine := string(b)
+	if m != nil && mine == old {
+		fmt.Fprintf(c.e.stdout, "%s unchanged\n", p)
+		return nil
+	}
+	var saved *trove.Memory
+	verb := "updated"
+	if m == nil {
+		saved, err = t.Create(k.ctx, p, mine)
+		verb = "created"
+	} else {
+		saved, err = t.Update(k.ctx, m.ID, trove.UpdateMemoryParams{Content: &mine, PreconditionSHA256: m.SHA256})
+	}
+	if err == nil {
+		return c.showWrite(verb, saved)
+	}
+	keep = true
+	return c.editRefused(k, st, t, err, p, m == nil, mine, file)
+}
+
+// editRefused explains a save edit could not make: for a change by another
+// writer, the diff from the store's text to mine and how to merge (exit
+// 4); either way, where mine was kept.
+func (c *clientCmd) editRefused(k *conn, st *trove.Store, t *storetree.Tree, err error, p string, created bool, mine, file string) error {
+	code := trove.ErrorCode(err)
+	if code != trove.EPRECONDITION && code != trove.EPATHCONFLICT && code != trove.ENOTFOUND {
+		return fmt.Errorf("%w; your text is in %s", err, file)
+	}
+	theirs := ""
+	if cur, lerr := t.Lookup(k.ctx, p, trove.ViewFull); lerr == nil && cur != nil {
+		theirs = *cur.Content
+	}
+	fmt.Fprint(c.e.stdout, unifiedDiff(p+" (store)", p+" (yours)", theirs, mine))
+	what := "another writer changed " + p + " since you opened it"
+	if created {
+		what = "another writer created " + p + " since you opened it"
+	} else if code == trove.ENOTFOUND {
+		what = "another writer deleted or moved " + p + " since you opened it"
+	}
+	return &exitError{code: exitConflict, err: fmt.Errorf("%s; nothing was saved (the diff above goes from the store's text to yours); your text is in %s: merge it and run trove memories write %s %s %s", what, file, shellQuote(st.Name), p, shellQuote(file))}
 }
 
 // runEditor runs $VISUAL, else $EDITOR, else vi (notepad on Windows) on
