@@ -236,8 +236,13 @@ func (c *clientCmd) environmentsDeleteCmd() *cobra.Command {
 
 func newEnvironmentKeysCmd(c *clientCmd) *cobra.Command {
 	keys := &cobra.Command{Use: "keys", Short: "Mint, list and revoke an environment's keys (its workers' credential)", Args: cobra.NoArgs, RunE: helpRun}
+	keys.AddCommand(c.environmentKeysCreateCmd(), c.environmentKeysListCmd(), c.environmentKeysRevokeCmd())
+	return keys
+}
+
+func (c *clientCmd) environmentKeysCreateCmd() *cobra.Command {
 	var name string
-	create := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "create ENVIRONMENT [--name NAME]",
 		Short: "Mint an environment key; the secret is printed alone on the last line, once",
 		Args:  cobra.ExactArgs(1),
@@ -255,11 +260,16 @@ func newEnvironmentKeysCmd(c *clientCmd) *cobra.Command {
 			})
 		},
 	}
-	create.Flags().StringVar(&name, "name", "", "a name to tell keys apart")
-	list := &cobra.Command{
-		Use:   "list ENVIRONMENT",
-		Short: "List an environment's keys (never their secrets)",
-		Args:  cobra.ExactArgs(1),
+	cmd.Flags().StringVar(&name, "name", "", "a name to tell keys apart")
+	return cmd
+}
+
+func (c *clientCmd) environmentKeysListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list ENVIRONMENT",
+		Aliases: []string{"ls"},
+		Short:   "List an environment's keys (never their secrets)",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
 				ks, err := es.ListEnvironmentKeys(k.ctx, args[0])
@@ -277,7 +287,10 @@ func newEnvironmentKeysCmd(c *clientCmd) *cobra.Command {
 			})
 		},
 	}
-	revoke := &cobra.Command{
+}
+
+func (c *clientCmd) environmentKeysRevokeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "revoke ENVIRONMENT KEY",
 		Short: "Revoke an environment key: its workers stop within seconds",
 		Args:  cobra.ExactArgs(2),
@@ -295,8 +308,6 @@ func newEnvironmentKeysCmd(c *clientCmd) *cobra.Command {
 			})
 		},
 	}
-	keys.AddCommand(create, list, revoke)
-	return keys
 }
 
 func (c *clientCmd) showEnvironment(env *trove.Environment) error {
