@@ -84,7 +84,7 @@ func LoadWith(path string, opts LoadOptions) (*Spec, error) {
 	dec.KnownFields(true)
 	var s Spec
 	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, yamlError(path, err)
 	}
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {

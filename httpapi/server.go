@@ -58,6 +58,11 @@ type Config struct {
 	// Health reports whether the database answers; /healthz is 200 when it
 	// returns nil and 503 otherwise. nil means always healthy.
 	Health func(context.Context) error
+	// DreamRunner, when not empty, is reported by /healthz as "dreams":
+	// DreamRunnerReady (this node runs dreams with a model key),
+	// DreamRunnerNoModel (it runs them without one: they fail with
+	// model_not_configured) or DreamRunnerNone (another node runs them).
+	DreamRunner string
 	// Timeouts bound how long a client may take to send a request and to
 	// read its response; zero fields get DefaultTimeouts' values.
 	Timeouts Timeouts
@@ -144,23 +149,24 @@ func (t Timeouts) withDefaults() Timeouts {
 
 // Server is the HTTP handler. Create it with NewServer.
 type Server struct {
-	svc     trove.Services
-	sess    trove.SessionService
-	events  trove.EventService
-	dreams  trove.DreamService
-	auth    trove.Authenticator
-	log     *slog.Logger
-	maxBody int64
-	limits  Timeouts
-	health  func(context.Context) error
-	mux     *http.ServeMux
-	metrics *metrics
-	reg     *prometheus.Registry
-	routes  []string // "METHOD /pattern" of every route, for tests
-	agents  trove.AgentService
-	envs    trove.EnvironmentService
-	work    trove.WorkService
-	hooks   trove.WebhookService
+	svc         trove.Services
+	sess        trove.SessionService
+	events      trove.EventService
+	dreams      trove.DreamService
+	auth        trove.Authenticator
+	log         *slog.Logger
+	maxBody     int64
+	limits      Timeouts
+	health      func(context.Context) error
+	dreamRunner string
+	mux         *http.ServeMux
+	metrics     *metrics
+	reg         *prometheus.Registry
+	routes      []string // "METHOD /pattern" of every route, for tests
+	agents      trove.AgentService
+	envs        trove.EnvironmentService
+	work        trove.WorkService
+	hooks       trove.WebhookService
 
 	msess  trove.ManagedSessionService // nil: no /v1/sessions
 	waiter trove.EventWaiter           // nil: no event stream
@@ -200,21 +206,22 @@ type route struct {
 // NewServer returns the API handler over cfg's services.
 func NewServer(cfg Config) *Server {
 	s := &Server{
-		svc:     cfg.Services,
-		sess:    cfg.Sessions,
-		events:  cfg.Events,
-		dreams:  cfg.Dreams,
-		auth:    cfg.Auth,
-		log:     cfg.Logger,
-		maxBody: cfg.MaxBodyBytes,
-		limits:  cfg.Timeouts.withDefaults(),
-		health:  cfg.Health,
-		mux:     http.NewServeMux(),
-		reg:     cfg.Metrics,
-		agents:  cfg.Agents,
-		envs:    cfg.Environments,
-		work:    cfg.Work,
-		hooks:   cfg.Webhooks,
+		svc:         cfg.Services,
+		sess:        cfg.Sessions,
+		events:      cfg.Events,
+		dreams:      cfg.Dreams,
+		auth:        cfg.Auth,
+		log:         cfg.Logger,
+		maxBody:     cfg.MaxBodyBytes,
+		limits:      cfg.Timeouts.withDefaults(),
+		health:      cfg.Health,
+		dreamRunner: cfg.DreamRunner,
+		mux:         http.NewServeMux(),
+		reg:         cfg.Metrics,
+		agents:      cfg.Agents,
+		envs:        cfg.Environments,
+		work:        cfg.Work,
+		hooks:       cfg.Webhooks,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -732,5 +739,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 			return &trove.Error{Code: trove.EUNAVAILABLE, Message: "database unavailable", Err: err}
 		}
 	}
+	if s.dreamRunner != "" {
+		return s.ok(w, map[string]string{"status": "ok", "dreams": s.dreamRunner})
+	}
 	return s.ok(w, map[string]string{"status": "ok"})
 }
+
+// The dream runner states /healthz reports (Config.DreamRunner).
+const (
+	DreamRunnerReady   = "ready"
+	DreamRunnerNoModel = "no_model"
+	DreamRunnerNone    = "none"
+)

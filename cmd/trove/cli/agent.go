@@ -43,93 +43,39 @@ PATH" line each on standard error.
 
 Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).
 
-Run inside a session on a server (trove session run sets
+Run inside a session on a server (trove sessions run sets
 TROVE_SESSION_EVENTS_URL, TROVE_SESSION_ID and the session's TROVE_API_KEY),
 the agent records its whole conversation in the session's transcript, where
 a dream can read it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
-				return &exitError{code: 2, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
+				return &exitError{code: exitUsage, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (root == "") == !store.enabled() {
-				return &exitError{code: 2, err: errors.New("agent: give exactly one of --root DIR and --store NAME_OR_ID")}
-			}
-			if err := guards.validate("agent"); err != nil {
+			if err := agentChecks(root, &store, &guards, maxTurns); err != nil {
 				return err
 			}
-			if store.enabled() && guards.expireAfter > 0 {
-				return &exitError{code: 2, err: errors.New("agent: --expire-after needs access times, which a memory store does not track; use it with --root")}
+			tool, closeTool, err := agentTool(e, cmd, root, &store, &guards)
+			if err != nil {
+				return err
 			}
-			if os.Getenv("ANTHROPIC_API_KEY") == "" {
-				return &exitError{code: 2, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
-			}
-			if maxTurns < 1 {
-				return &exitError{code: 2, err: errors.New("agent: --max-turns must be at least 1")}
-			}
-			var tool *memtool.Tool
-			if store.enabled() {
-				st, closeStore, err := store.open(e.ctx, cmd, guards.options())
-				if err != nil {
-					return fmt.Errorf("agent: %w", err)
-				}
-				defer closeStore()
-				tool = st
-			} else {
-				fsys, err := memtool.NewDirFS(root)
-				if err != nil {
-					return fmt.Errorf("agent: opening --root: %w", err)
-				}
-				defer fsys.Close()
-				tool = memtool.New(fsys, guards.options())
-			}
+			defer closeTool()
 			if err := guards.sweep(e, tool); err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
-			var stderrMu sync.Mutex
 			rec := sessionRecorder(e)
 			if rec != nil {
 				rec.Prompt(e.ctx, args[0])
 			}
-			client := anthropic.NewClient() // reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
-			r := &claude.Runner{
-				Client:   &client,
-				Tool:     tool,
-				Model:    anthropic.Model(model),
-				MaxTurns: maxTurns,
-				System:   system,
-				OnMessage: func(m *anthropic.Message) {
-					if rec != nil {
-						rec.Message(e.ctx, m)
-					}
-					for _, b := range m.Content {
-						if b.Type == "text" {
-							fmt.Fprintln(e.stdout, b.AsText().Text)
-						}
-					}
-				},
-				OnToolResult: func(u anthropic.ToolUseBlock, res memtool.Result) {
-					if rec != nil {
-						rec.ToolResult(e.ctx, u, res)
-					}
-					status := "ok"
-					if res.IsError {
-						status = "error: " + firstLine(res.Text())
-					}
-					// The calls of one turn report concurrently.
-					stderrMu.Lock()
-					defer stderrMu.Unlock()
-					fmt.Fprintf(e.stderr, "[memory] %s -> %s\n", describeCall(u.Input), status)
-				},
-			}
-			_, _, err := r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
+			r := agentRunner(e, tool, rec, model, system, maxTurns)
+			_, _, err = r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
 			if rec != nil && rec.Err() != nil {
 				fmt.Fprintf(e.stderr, "trove: the conversation was not fully recorded in session %s: %s\n", os.Getenv("TROVE_SESSION_ID"), trove.ErrorMessage(rec.Err()))
 			}
 			if errors.Is(err, claude.ErrMaxTurns) {
-				err = fmt.Errorf("agent: stopped after %d turns (raise --max-turns)", maxTurns)
+				err = fmt.Errorf("agent: stopped after %s (raise --max-turns)", count(maxTurns, "turn", "turns"))
 			} else if err != nil {
 				err = fmt.Errorf("agent: %w", err)
 			}
@@ -148,6 +94,82 @@ a dream can read it.`,
 	cmd.Flags().StringVar(&system, "system", "", "optional system prompt")
 	guards.register(cmd)
 	return cmd
+}
+
+// agentChecks refuses flags of trove agent that cannot work, as usage
+// errors.
+func agentChecks(root string, store *agentStore, guards *guardFlags, maxTurns int) error {
+	if (root == "") == !store.enabled() {
+		return &exitError{code: exitUsage, err: errors.New("agent: give exactly one of --root DIR and --store NAME_OR_ID")}
+	}
+	if err := guards.validate("agent"); err != nil {
+		return err
+	}
+	if store.enabled() && guards.expireAfter > 0 {
+		return &exitError{code: exitUsage, err: errors.New("agent: --expire-after needs access times, which a memory store does not track; use it with --root")}
+	}
+	if os.Getenv("ANTHROPIC_API_KEY") == "" {
+		return &exitError{code: exitUsage, err: errors.New("agent: ANTHROPIC_API_KEY is not set; export your Anthropic API key to run the agent (trove tool works offline)")}
+	}
+	if maxTurns < 1 {
+		return &exitError{code: exitUsage, err: errors.New("agent: --max-turns must be at least 1")}
+	}
+	return nil
+}
+
+// agentTool is the memory tool over --store or --root, with the function
+// that releases what it opened.
+func agentTool(e *env, cmd *cobra.Command, root string, store *agentStore, guards *guardFlags) (*memtool.Tool, func(), error) {
+	if store.enabled() {
+		tool, closeStore, err := store.open(e.ctx, cmd, guards.options())
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent: %w", err)
+		}
+		return tool, func() { closeStore() }, nil
+	}
+	fsys, err := memtool.NewDirFS(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: opening --root: %w", err)
+	}
+	return memtool.New(fsys, guards.options()), func() { fsys.Close() }, nil
+}
+
+// agentRunner is the Claude loop of trove agent over tool: Claude's text
+// to stdout, one line per memory call to stderr, everything to the session
+// recorder rec when there is one.
+func agentRunner(e *env, tool *memtool.Tool, rec *claude.Recorder, model, system string, maxTurns int) *claude.Runner {
+	var stderrMu sync.Mutex
+	client := anthropic.NewClient() // reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
+	return &claude.Runner{
+		Client:   &client,
+		Tool:     tool,
+		Model:    anthropic.Model(model),
+		MaxTurns: maxTurns,
+		System:   system,
+		OnMessage: func(m *anthropic.Message) {
+			if rec != nil {
+				rec.Message(e.ctx, m)
+			}
+			for _, b := range m.Content {
+				if b.Type == "text" {
+					fmt.Fprintln(e.stdout, b.AsText().Text)
+				}
+			}
+		},
+		OnToolResult: func(u anthropic.ToolUseBlock, res memtool.Result) {
+			if rec != nil {
+				rec.ToolResult(e.ctx, u, res)
+			}
+			status := "ok"
+			if res.IsError {
+				status = "error: " + firstLine(res.Text())
+			}
+			// The calls of one turn report concurrently.
+			stderrMu.Lock()
+			defer stderrMu.Unlock()
+			fmt.Fprintf(e.stderr, "[memory] %s -> %s\n", describeCall(u.Input), status)
+		},
+	}
 }
 
 // sessionRecorder returns a recorder of the conversation into the session

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/memtool"
 	"github.com/trovehq/trove/memtool/storefs"
 )
@@ -43,19 +42,15 @@ func (a *agentStore) enabled() bool { return a.ref != "" }
 // <data>/api_key, or to the remote credential (TROVE_API_KEY). It returns a
 // clean error for an unknown, ambiguous or archived store.
 func (a *agentStore) open(ctx context.Context, cmd *cobra.Command, opt memtool.Options) (*memtool.Tool, func() error, error) {
-	svc, p, closeSvc, err := a.sf.openServices(ctx, cmd)
+	k, err := openConn(ctx, cmd, &a.sf)
 	if err != nil {
 		return nil, nil, err
 	}
-	lookupCtx := ctx
-	if p != nil {
-		lookupCtx = trove.WithPrincipal(ctx, p)
-	}
-	stores, _, err := resolveStores(lookupCtx, svc, []string{a.ref})
+	st, err := k.store(a.ref, writeStore)
 	if err != nil {
-		closeSvc()
+		k.close()
 		return nil, nil, err // Main renders it for people and names the target
 	}
-	fsys := storefs.New(svc, stores[0].ID, storefs.Options{Principal: p})
-	return memtool.New(fsys, opt), closeSvc, nil
+	fsys := storefs.New(k.svc, st.ID, storefs.Options{Principal: k.p})
+	return memtool.New(fsys, opt), k.close, nil
 }

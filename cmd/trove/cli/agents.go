@@ -22,17 +22,15 @@ func (k *conn) agents() (trove.AgentService, error) {
 	return as, nil
 }
 
+// withAgents is withConn with the target's agent service.
 func (c *clientCmd) withAgents(cmd *cobra.Command, f func(k *conn, as trove.AgentService) error) error {
-	k, err := c.open(cmd)
-	if err != nil {
-		return err
-	}
-	defer k.close()
-	as, err := k.agents()
-	if err != nil {
-		return err
-	}
-	return f(k, as)
+	return c.withConn(cmd, func(k *conn) error {
+		as, err := k.agents()
+		if err != nil {
+			return err
+		}
+		return f(k, as)
+	})
 }
 
 // agentToolFlags are the tool flags of agents create and update.
@@ -96,34 +94,47 @@ func newAgentsCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}
 	cmd := c.group("agents", "Create, show, list, update, archive agents and list their versions",
 		"An agent is a versioned configuration (model, system prompt, tools, metadata) that Managed Agents sessions run. Every update makes a new version; sessions can pin one. Trove runs the agent toolset in a self-hosted environment's worker (trove environments) and custom tools in the client; MCP servers, skills and callable agents are refused.")
+	cmd.AddCommand(c.agentsCreateCmd(), c.agentsGetCmd(), c.agentsListCmd(), c.agentsUpdateCmd(), c.agentsArchiveCmd(), c.agentsVersionsCmd())
+	return cmd
+}
 
-	var name, model, system, description string
-	var meta []string
-	var tf agentToolFlags
-	create := &cobra.Command{
-		Use:   "create --name NAME --model MODEL [--system TEXT] [--toolset] [--custom-tool JSON …]",
-		Short: "Create an agent (version 1)",
-		Args:  cobra.NoArgs,
+// agentFields are the flags of agents create and update.
+type agentFields struct {
+	name, model, system, description string
+	meta                             []string
+	tools                            agentToolFlags
+}
+
+func (c *clientCmd) agentsCreateCmd() *cobra.Command {
+	var f agentFields
+	cmd := &cobra.Command{
+		Use:   "create NAME --model MODEL [--system TEXT] [--toolset] [--custom-tool JSON …]",
+		Short: "Create an agent (version 1; the name positional or as --name)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name == "" || model == "" {
-				return &exitError{code: exitUsage, err: withUsage(cmd, "agents create: give --name and --model")}
-			}
-			tools, err := tf.tools()
+			name, err := nameArg(cmd, args, f.name)
 			if err != nil {
 				return err
 			}
-			md, err := parseMetadata(meta, false)
+			if f.model == "" {
+				return commandUsageError(cmd, "agents create: give --model")
+			}
+			tools, err := f.tools.tools()
 			if err != nil {
 				return err
+			}
+			md, err := parseMetadata(f.meta, false)
+			if err != nil {
+				return err
+			}
+			p := trove.CreateAgentParams{Name: name, Model: trove.AgentModelParams{ID: f.model}, System: f.system, Description: f.description, Tools: tools}
+			if len(md) > 0 {
+				p.Metadata = map[string]string{}
+				for k, v := range md {
+					p.Metadata[k] = *v
+				}
 			}
 			return c.withAgents(cmd, func(k *conn, as trove.AgentService) error {
-				p := trove.CreateAgentParams{Name: name, Model: trove.AgentModelParams{ID: model}, System: system, Description: description, Tools: tools}
-				if len(md) > 0 {
-					p.Metadata = map[string]string{}
-					for k, v := range md {
-						p.Metadata[k] = *v
-					}
-				}
 				a, err := as.CreateAgent(k.ctx, p)
 				if err != nil {
 					return err
@@ -132,15 +143,19 @@ func newAgentsCmd(e *env) *cobra.Command {
 			})
 		},
 	}
-	create.Flags().StringVar(&name, "name", "", "the agent's name")
-	create.Flags().StringVar(&model, "model", "", "the model ID, e.g. claude-sonnet-4-6")
-	create.Flags().StringVar(&system, "system", "", "the system prompt")
-	create.Flags().StringVar(&description, "description", "", "what the agent does")
-	create.Flags().StringArrayVar(&meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
-	tf.register(create)
+	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", "", "the agent's name (or give it as NAME)")
+	fl.StringVar(&f.model, "model", "", "the model ID, e.g. claude-sonnet-4-6")
+	fl.StringVar(&f.system, "system", "", "the system prompt")
+	fl.StringVar(&f.description, "description", "", "what the agent does")
+	fl.StringArrayVar(&f.meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
+	f.tools.register(cmd)
+	return cmd
+}
 
+func (c *clientCmd) agentsGetCmd() *cobra.Command {
 	var version int64
-	get := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "get AGENT [--version N]",
 		Short: "Show an agent, at its current version or --version",
 		Args:  cobra.ExactArgs(1),
@@ -154,13 +169,17 @@ func newAgentsCmd(e *env) *cobra.Command {
 			})
 		},
 	}
-	get.Flags().Int64Var(&version, "version", 0, "the version to show (default: current)")
+	cmd.Flags().Int64Var(&version, "version", 0, "the version to show (default: current)")
+	return cmd
+}
 
+func (c *clientCmd) agentsListCmd() *cobra.Command {
 	var archived bool
-	list := &cobra.Command{
-		Use:   "list [--archived]",
-		Short: "List agents, newest first",
-		Args:  cobra.NoArgs,
+	cmd := &cobra.Command{
+		Use:     "list [--archived]",
+		Aliases: []string{"ls"},
+		Short:   "List agents, newest first",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withAgents(cmd, func(k *conn, as trove.AgentService) error {
 				var all []trove.Agent
@@ -179,51 +198,25 @@ func newAgentsCmd(e *env) *cobra.Command {
 			})
 		},
 	}
-	list.Flags().BoolVar(&archived, "archived", false, "include archived agents")
+	cmd.Flags().BoolVar(&archived, "archived", false, "include archived agents")
+	return cmd
+}
 
-	var uName, uModel, uSystem, uDescription string
-	var uMeta []string
+func (c *clientCmd) agentsUpdateCmd() *cobra.Command {
+	var f agentFields
 	var ifVersion int64
-	var utf agentToolFlags
-	update := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "update AGENT [--if-version N] [--name NAME] [--model MODEL] [--system TEXT] [--toolset …] [--metadata KEY=VALUE | KEY= …]",
 		Short: "Change an agent: a new version (KEY= removes a metadata key; tool flags replace all tools)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var p trove.UpdateAgentParams
-			fl := cmd.Flags()
-			p.Version = ifVersion
-			if fl.Changed("name") {
-				p.Name = &uName
-			}
-			if fl.Changed("model") {
-				p.Model = &trove.AgentModelParams{ID: uModel}
-			}
-			if fl.Changed("system") {
-				p.System = &uSystem
-			}
-			if fl.Changed("description") {
-				p.Description = &uDescription
-			}
-			if utf.set() {
-				tools, err := utf.tools()
-				if err != nil {
-					return err
-				}
-				p.Tools = &tools
-			}
-			md, err := parseMetadata(uMeta, true)
+			p, err := f.update(cmd)
 			if err != nil {
 				return err
 			}
-			if len(md) > 0 {
-				p.Metadata = md
-			}
-			if p.Name == nil && p.Model == nil && p.System == nil && p.Description == nil && p.Tools == nil && p.Metadata == nil {
-				return &exitError{code: exitUsage, err: withUsage(cmd, "agents update: nothing to change")}
-			}
+			p.Version = ifVersion
 			return c.withAgents(cmd, func(k *conn, as trove.AgentService) error {
-				a, err := as.UpdateAgent(k.ctx, args[0], p)
+				a, err := as.UpdateAgent(k.ctx, args[0], *p)
 				if err != nil {
 					return err
 				}
@@ -231,30 +224,82 @@ func newAgentsCmd(e *env) *cobra.Command {
 			})
 		},
 	}
-	update.Flags().Int64Var(&ifVersion, "if-version", 0, "refuse unless the agent is still at this version")
-	update.Flags().StringVar(&uName, "name", "", "a new name")
-	update.Flags().StringVar(&uModel, "model", "", "a new model ID")
-	update.Flags().StringVar(&uSystem, "system", "", "a new system prompt (\"\" clears it)")
-	update.Flags().StringVar(&uDescription, "description", "", "a new description (\"\" clears it)")
-	update.Flags().StringArrayVar(&uMeta, "metadata", nil, "KEY=VALUE sets a key, KEY= removes it (repeatable)")
-	utf.register(update)
+	fl := cmd.Flags()
+	fl.Int64Var(&ifVersion, "if-version", 0, "refuse unless the agent is still at this version")
+	fl.StringVar(&f.name, "name", "", "a new name")
+	fl.StringVar(&f.model, "model", "", "a new model ID")
+	fl.StringVar(&f.system, "system", "", "a new system prompt (\"\" clears it)")
+	fl.StringVar(&f.description, "description", "", "a new description (\"\" clears it)")
+	fl.StringArrayVar(&f.meta, "metadata", nil, "KEY=VALUE sets a key, KEY= removes it (repeatable)")
+	f.tools.register(cmd)
+	return cmd
+}
 
-	archive := &cobra.Command{
-		Use:   "archive AGENT",
-		Short: "Archive an agent (one-way): new sessions cannot use it",
+// update returns the change the flags given to cmd ask for; none is a
+// usage error.
+func (f *agentFields) update(cmd *cobra.Command) (*trove.UpdateAgentParams, error) {
+	var p trove.UpdateAgentParams
+	fl := cmd.Flags()
+	if fl.Changed("name") {
+		p.Name = &f.name
+	}
+	if fl.Changed("model") {
+		p.Model = &trove.AgentModelParams{ID: f.model}
+	}
+	if fl.Changed("system") {
+		p.System = &f.system
+	}
+	if fl.Changed("description") {
+		p.Description = &f.description
+	}
+	if f.tools.set() {
+		tools, err := f.tools.tools()
+		if err != nil {
+			return nil, err
+		}
+		p.Tools = &tools
+	}
+	md, err := parseMetadata(f.meta, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(md) > 0 {
+		p.Metadata = md
+	}
+	if p.Name == nil && p.Model == nil && p.System == nil && p.Description == nil && p.Tools == nil && p.Metadata == nil {
+		return nil, commandUsageError(cmd, "agents update: nothing to change")
+	}
+	return &p, nil
+}
+
+func (c *clientCmd) agentsArchiveCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "archive AGENT --yes",
+		Short: "Archive an agent (one-way; asks first): new sessions cannot use it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withAgents(cmd, func(k *conn, as trove.AgentService) error {
-				a, err := as.ArchiveAgent(k.ctx, args[0])
+				a, err := as.GetAgent(k.ctx, args[0], 0)
 				if err != nil {
+					return err
+				}
+				if err := confirm(c.e, cmd, yes, fmt.Sprintf("archiving agent %q (%s) is one-way: no new session can use it", a.Name, a.ID)); err != nil {
+					return err
+				}
+				if a, err = as.ArchiveAgent(k.ctx, a.ID); err != nil {
 					return err
 				}
 				return c.showAgent(a)
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "confirm the archiving (needed without a terminal)")
+	return cmd
+}
 
-	versions := &cobra.Command{
+func (c *clientCmd) agentsVersionsCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "versions AGENT",
 		Short: "List an agent's versions, newest first",
 		Args:  cobra.ExactArgs(1),
@@ -276,8 +321,6 @@ func newAgentsCmd(e *env) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, get, list, update, archive, versions)
-	return cmd
 }
 
 func (c *clientCmd) agentTable(all []trove.Agent) error {

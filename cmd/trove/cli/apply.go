@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/apply"
 )
 
@@ -17,7 +16,7 @@ func newApplyCmd(e *env) *cobra.Command {
 		file      string
 		statePath string
 		dryRun    bool
-		output    string
+		out       output
 		outside   bool
 	)
 	cmd := &cobra.Command{
@@ -55,10 +54,10 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return &exitError{code: 2, err: fmt.Errorf("apply: -f stores.yaml is required\nusage: %s", cmd.UseLine())}
+				return commandUsageError(cmd, "apply: -f stores.yaml is required")
 			}
-			if output != "text" && output != "json" {
-				return &exitError{code: 2, err: fmt.Errorf("apply: -o must be text or json, got %q", output)}
+			if err := out.check(); err != nil {
+				return err
 			}
 			spec, err := apply.LoadWith(file, apply.LoadOptions{AllowOutside: outside})
 			if err != nil {
@@ -71,22 +70,18 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 			if err != nil {
 				return err
 			}
-			ctx := e.ctx
-			svc, p, closeFn, err := sf.openServices(ctx, cmd)
+			k, err := openConn(e.ctx, cmd, &sf)
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			if p != nil {
-				ctx = trove.WithPrincipal(ctx, p)
-			}
-			res, err := apply.Apply(ctx, svc, spec, apply.Options{Target: importTarget(sf.t), State: state, DryRun: dryRun})
+			defer k.close()
+			res, err := apply.Apply(k.ctx, k.svc, spec, apply.Options{Target: k.t.journalKey(), State: state, DryRun: dryRun})
 			if !dryRun {
 				if serr := state.Save(statePath); serr != nil && err == nil {
 					err = fmt.Errorf("saving the apply state %s: %w", statePath, serr)
 				}
 			}
-			if output == "json" {
+			if out.json() {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")
 				if jerr := enc.Encode(res); jerr != nil && err == nil {
@@ -99,7 +94,7 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 				return err
 			}
 			if n := res.Count(apply.Kept); n > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d memories differ from what apply last wrote and were left as they are (marked !)", n)}
+				return &exitError{code: exitFailed, err: fmt.Errorf("%s from what apply last wrote and %s left as %s (marked !)", count(n, "memory differs", "memories differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
 			}
 			return nil
 		},
@@ -110,7 +105,7 @@ TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
 	f.StringVar(&statePath, "state", "", "file recording what apply wrote (default <file>.state.json)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
 	f.BoolVar(&outside, "allow-outside", false, "let file: entries name absolute paths or files outside the YAML file's directory")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
+	out.register(f)
 	return cmd
 }
 

@@ -81,7 +81,7 @@ func TestApplyCLI(t *testing.T) {
 		func() string { b, _ := os.ReadFile(spec); return string(b) }(),
 		`"hello\n"`, `"hello again\n"`), `"be kind\n"`, `"be kinder\n"`))
 	code, out, errOut = runTrove(t, "apply", "-f", spec, "--url", s.url, "-o", "json")
-	if code != 1 || !strings.Contains(errOut, "1 memories differ from what apply last wrote") {
+	if code != 1 || !strings.Contains(errOut, "1 memory differs from what apply last wrote and was left as it is") {
 		t.Fatalf("apply after an edit = %d\nstdout:\n%s\nstderr:%s", code, out, errOut)
 	}
 	var res apply.Result

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
 )
 
@@ -24,43 +25,40 @@ restarts after each. The head printed is the chain's newest hash: keep it
 elsewhere to detect a rewrite of the whole history later.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			h, err := k.history()
-			if err != nil {
-				return err
-			}
-			rep, err := h.VerifyStore(k.ctx, st.ID)
-			if err != nil {
-				return err
-			}
-			if c.json() {
-				if err := c.printJSON(httpapi.WireAuditReport(rep)); err != nil {
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				h, err := k.history()
+				if err != nil {
 					return err
 				}
-			} else {
-				w := c.e.stdout
-				fmt.Fprintf(w, "store %q (%s): %d %s checked, newest %d\n", st.Name, st.ID, rep.Verified, plural(rep.Verified, "version", "versions"), rep.HeadSeq)
-				if rep.Redacted > 0 {
-					fmt.Fprintf(w, "  %d redacted (their recorded hashes are kept and checked in the chain)\n", rep.Redacted)
+				rep, err := h.VerifyStore(k.ctx, st.ID)
+				if err != nil {
+					return err
 				}
-				if rep.Unchained > 0 {
-					fmt.Fprintf(w, "  %d written before the hash chain existed (not covered)\n", rep.Unchained)
+				if c.json() {
+					if err := c.printJSON(httpapi.WireAuditReport(rep)); err != nil {
+						return err
+					}
+				} else {
+					w := c.e.stdout
+					fmt.Fprintf(w, "store %q (%s): %d %s checked, newest %d\n", st.Name, st.ID, rep.Verified, plural(rep.Verified, "version", "versions"), rep.HeadSeq)
+					if rep.Redacted > 0 {
+						fmt.Fprintf(w, "  %d redacted (their recorded hashes are kept and checked in the chain)\n", rep.Redacted)
+					}
+					if rep.Unchained > 0 {
+						fmt.Fprintf(w, "  %d written before the hash chain existed (not covered)\n", rep.Unchained)
+					}
+					for _, g := range rep.Gaps {
+						fmt.Fprintf(w, "  versions %d to %d absent (deleted by retention); the chain is checked again from the next one\n", g[0], g[1])
+					}
+					if rep.OK {
+						fmt.Fprintf(w, "ok: the history is intact; head %s\n", orDash(rep.Head))
+					}
 				}
-				for _, g := range rep.Gaps {
-					fmt.Fprintf(w, "  versions %d to %d absent (deleted by retention); the chain is checked again from the next one\n", g[0], g[1])
+				if !rep.OK {
+					return fmt.Errorf("the history of store %q is broken at version %s (number %d): %s", st.Name, rep.Break.VersionID, rep.Break.Seq, rep.Break.Problem)
 				}
-				if rep.OK {
-					fmt.Fprintf(w, "ok: the history is intact; head %s\n", orDash(rep.Head))
-				}
-			}
-			if !rep.OK {
-				return fmt.Errorf("the history of store %q is broken at version %s (number %d): %s", st.Name, rep.Break.VersionID, rep.Break.Seq, rep.Break.Problem)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(verify)

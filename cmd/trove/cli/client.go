@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,118 +15,53 @@ import (
 )
 
 // clientCmd is what the client command groups (stores, memories, versions,
-// sessions) share: the target flags, -o, and the opened services. Every
-// command works through trove.Services (and trove.SessionService), so it
-// acts alike on a server and on a local database.
+// sessions…) share: the target flags, -o, and the open connection. Every
+// command works through trove.Services (and the other service
+// interfaces), so it acts alike on a server and on a local database.
 type clientCmd struct {
-	e      *env
-	sf     storeFlags
-	output string
+	e   *env
+	sf  storeFlags
+	out output
 }
 
 // group returns the parent command of a group, with the shared flags.
 func (c *clientCmd) group(use, short, long string) *cobra.Command {
 	cmd := &cobra.Command{Use: use, Short: short, Long: long + "\n\n" + targetRule + "\n\n" + exitCodesHelp, Args: cobra.NoArgs, RunE: helpRun}
 	c.sf.registerPersistent(cmd)
-	cmd.PersistentFlags().StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's shapes, for scripts)")
+	c.out.register(cmd.PersistentFlags())
 	return cmd
 }
 
-// conn is an open target.
-type conn struct {
-	svc   trove.Services
-	ctx   context.Context // carries the local principal
-	close func() error
+// withConn checks -o, opens the target, runs f, and closes the target.
+func (c *clientCmd) withConn(cmd *cobra.Command, f func(k *conn) error) error {
+	if err := c.out.check(); err != nil {
+		return err
+	}
+	return withConn(c.e.ctx, cmd, &c.sf, f)
 }
 
-// open checks -o and opens the target.
-func (c *clientCmd) open(cmd *cobra.Command) (*conn, error) {
-	if c.output != "table" && c.output != "json" {
-		return nil, usageError("-o must be table or json, not %q", c.output)
-	}
-	svc, p, closeFn, err := c.sf.openServices(c.e.ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	ctx := c.e.ctx
-	if p != nil {
-		ctx = trove.WithPrincipal(ctx, p)
-	}
-	return &conn{svc: svc, ctx: ctx, close: closeFn}, nil
+// withStore is withConn with the store ref resolved for reading (archived
+// stores included; see resolveStore).
+func (c *clientCmd) withStore(cmd *cobra.Command, ref string, f func(k *conn, st *trove.Store) error) error {
+	return c.withStoreFor(cmd, ref, readStore, f)
 }
 
-// sessions returns the session service of the target.
-func (k *conn) sessions() (trove.SessionService, error) {
-	ss, ok := k.svc.(trove.SessionService)
-	if !ok {
-		return nil, fmt.Errorf("this target has no sessions")
-	}
-	return ss, nil
-}
-
-// dreams returns the dream service of the target.
-func (k *conn) dreams() (trove.DreamService, error) {
-	ds, ok := k.svc.(trove.DreamService)
-	if !ok {
-		return nil, fmt.Errorf("this target has no dreams")
-	}
-	return ds, nil
-}
-
-// store resolves a store by ID (memstore_…) or exact name, archived ones
-// included: ENOTFOUND when there is none, EINVALID when a name is
-// ambiguous.
-func (k *conn) store(ref string) (*trove.Store, error) {
-	if strings.HasPrefix(ref, trove.PrefixStore) {
-		st, err := k.svc.GetStore(k.ctx, ref)
-		if trove.ErrorCode(err) == trove.ENOTFOUND {
-			err = trove.Errorf(trove.ENOTFOUND, "no store with ID %s (see trove stores list)", ref)
-		}
-		return st, err
-	}
-	var all []trove.Store
-	cursor := ""
-	for {
-		page, err := k.svc.ListStores(k.ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
+// withStoreFor is withConn with the store ref resolved for use.
+func (c *clientCmd) withStoreFor(cmd *cobra.Command, ref string, use storeUse, f func(k *conn, st *trove.Store) error) error {
+	return c.withConn(cmd, func(k *conn) error {
+		st, err := k.store(ref, use)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			break
-		}
-		cursor = page.NextPage
-	}
-	return storeNamed(all, ref)
+		return f(k, st)
+	})
 }
 
 // json reports whether -o json was asked for.
-// openStore opens the target and resolves the store ref (a name or an ID).
-// The caller closes the connection; on an error it is already closed.
-func (c *clientCmd) openStore(cmd *cobra.Command, ref string) (*conn, *trove.Store, error) {
-	k, err := c.open(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := k.store(ref)
-	if err != nil {
-		k.close()
-		return nil, nil, err
-	}
-	return k, st, nil
-}
-
-func (c *clientCmd) json() bool { return c.output == "json" }
+func (c *clientCmd) json() bool { return c.out.json() }
 
 // printJSON writes v as indented JSON.
-func (c *clientCmd) printJSON(v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(c.e.stdout, "%s\n", b)
-	return err
-}
+func (c *clientCmd) printJSON(v any) error { return writeJSON(c.e.stdout, v) }
 
 // table writes a header and rows, aligned.
 func (c *clientCmd) table(header []string, rows [][]string) error {
@@ -179,15 +112,6 @@ func wirePage[T any](items []T, conv func(T) any) any {
 // group gets its Args checked, so a mistyped subcommand is a usage error
 // ("unknown command") rather than help and success.
 func helpRun(cmd *cobra.Command, args []string) error { return cmd.Help() }
-
-// history returns the time machine of the target (trove.HistoryService).
-func (k *conn) history() (trove.HistoryService, error) {
-	h, ok := k.svc.(trove.HistoryService)
-	if !ok {
-		return nil, fmt.Errorf("this target has no store history (as-of reads, diffs, forks, rollbacks, audits)")
-	}
-	return h, nil
-}
 
 // parseMoment reads a moment flag or argument as trove.ParseMoment does
 // in the local zone (a version ID, a version number, "now", a duration ago,

@@ -245,7 +245,9 @@ func TestDreamTwoNodesKill9Postgres(t *testing.T) {
 
 // TestServeWithoutAnthropicKey: a server started without an Anthropic key
 // says so once in its log, and a dream fails at once with
-// model_not_configured and a message saying what to do.
+// model_not_configured and a message saying what to do; trove dreams create
+// warns at once (the server's /healthz says it has no model), and with
+// --wait exits 1 with the failure.
 func TestServeWithoutAnthropicKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	data := t.TempDir()
@@ -287,5 +289,49 @@ func TestServeWithoutAnthropicKey(t *testing.T) {
 	}
 	if n := strings.Count(s.stderr.String(), "dreams: no Anthropic API key"); n != 1 {
 		t.Errorf("the log says %d times that there is no key, want once:\n%s", n, s.stderr.String())
+	}
+
+	code, out, errOut := runTrove(t, "dreams", "create", "--url", s.url, "--api-key", strings.TrimSpace(string(b)),
+		"--store", "notes", "--session", se.ID, "--wait", "20s")
+	wantWarn := "trove: warning: the server " + s.url + " has no Anthropic API key, so dream drm_"
+	if code != exitFailed || !strings.Contains(errOut, wantWarn) || !strings.Contains(errOut, "failed: model_not_configured") ||
+		!strings.Contains(out, "status:") || !strings.Contains(out, "failed") {
+		t.Errorf("dreams create --wait on a server without a key = %d\n%s%s\nwant exit 1, the warning %q and the failure", code, out, errOut, wantWarn)
+	}
+}
+
+// TestDreamsCreateWarnsOnlyWithoutModel: a server with a model key (or
+// with no runner of its own) draws no warning from dreams create.
+func TestDreamsCreateWarnsOnlyWithoutModel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"with a key", []string{"--anthropic-api-key", "sk-ant-test", "--anthropic-base-url", "http://127.0.0.1:1"}},
+		{"no runner here", []string{"--dream-workers", "0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			s := startServe(t, append([]string{"--data", data}, tc.args...)...)
+			b, err := os.ReadFile(filepath.Join(data, "api_key"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := strings.TrimSpace(string(b))
+			c := httpapi.NewClient(s.url, key)
+			ctx := context.Background()
+			if _, err := c.CreateStore(ctx, trove.CreateStoreParams{Name: "notes"}); err != nil {
+				t.Fatal(err)
+			}
+			se, _, err := c.CreateSession(ctx, trove.CreateSessionParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runTrove(t, "dreams", "create", "--url", s.url, "--api-key", key, "--store", "notes", "--session", se.ID)
+			if code != 0 || strings.Contains(errOut, "warning") {
+				t.Errorf("dreams create = %d\n%s%s\nwant success without a warning", code, out, errOut)
+			}
+		})
 	}
 }

@@ -44,70 +44,20 @@ stores API through the official SDK, the hosted one included
 It is written whole or not at all.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := e.ctx
-			var src archive.Source
-			var st *trove.Store
-			sourceName := "local"
 			if from != "" {
-				key := sf.apiKey
-				if key == "" {
-					key = os.Getenv("ANTHROPIC_API_KEY")
-				}
-				if key == "" {
-					key = os.Getenv("TROVE_API_KEY")
-				}
-				if key == "" {
-					return &exitError{code: 2, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
-				}
-				c := anthropic.NewClient(option.WithBaseURL(strings.TrimRight(from, "/")), option.WithAPIKey(key))
-				id, err := sdkStoreID(ctx, &c, args[0])
-				if err != nil {
-					return fmt.Errorf("%s: %w", from, err)
-				}
-				src, sourceName = archive.SDK(&c, id), from
-			} else {
-				svc, p, closeFn, err := sf.openServices(ctx, cmd)
+				src, err := sdkSource(e.ctx, from, sf.apiKey, args[0])
 				if err != nil {
 					return err
 				}
-				defer closeFn()
-				if p != nil {
-					ctx = trove.WithPrincipal(ctx, p)
-				}
-				if sf.t.remote() { // the resolved target: --url, TROVE_URL or trove login
-					sourceName = sf.t.url
-				}
-				if st, err = findAnyStore(ctx, svc, args[0]); err != nil {
-					return err
-				}
-				src = archive.Services(svc, st.ID)
+				return runExport(e.ctx, e, src, from, args[0], out)
 			}
-			if out == "" {
-				name := args[0]
-				if st != nil {
-					name = st.Name
+			return withStore(e.ctx, cmd, &sf, args[0], readStore, func(k *conn, st *trove.Store) error {
+				source := "local"
+				if k.t.remote() {
+					source = k.t.url
 				}
-				out = trove.Slug(name) + ".tar.gz"
-			}
-			pr := newProgress(e.stderr, "exporting", -1)
-			m, err := writeArchive(ctx, out, e.stdout, src, archive.ExportOptions{Source: sourceName, Progress: pr.update})
-			pr.finish()
-			if err != nil {
-				return err
-			}
-			redacted := 0
-			for _, v := range m.Versions {
-				if v.Redacted {
-					redacted++
-				}
-			}
-			where := out
-			if out == "-" {
-				where = "standard output"
-			}
-			fmt.Fprintf(e.stderr, "exported store %q (%s): %d memories, %d versions (%d redacted) to %s\n",
-				m.Store.Name, m.Store.ID, len(m.Memories), len(m.Versions), redacted, where)
-			return nil
+				return runExport(k.ctx, e, archive.Services(k.svc, st.ID), source, st.Name, out)
+			})
 		},
 	}
 	sf.register(cmd)
@@ -115,6 +65,53 @@ It is written whole or not at all.`,
 	f.StringVarP(&out, "output", "o", "", `archive file to write (default <store slug>.tar.gz; "-" for standard output)`)
 	f.StringVar(&from, "from", "", "export from this memory stores API server through the official SDK (e.g. https://api.anthropic.com) instead of --url/--data")
 	return cmd
+}
+
+// sdkSource is the store ref on the memory stores API server at from,
+// read through the official SDK with key, else $ANTHROPIC_API_KEY, else
+// $TROVE_API_KEY.
+func sdkSource(ctx context.Context, from, key, ref string) (archive.Source, error) {
+	for _, env := range []string{"ANTHROPIC_API_KEY", "TROVE_API_KEY"} {
+		if key == "" {
+			key = os.Getenv(env)
+		}
+	}
+	if key == "" {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("export --from %s needs an API key: set ANTHROPIC_API_KEY (or TROVE_API_KEY, or --api-key)", from)}
+	}
+	c := anthropic.NewClient(option.WithBaseURL(strings.TrimRight(from, "/")), option.WithAPIKey(key))
+	id, err := sdkStoreID(ctx, &c, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return archive.SDK(&c, id), nil
+}
+
+// runExport writes src to out (default <slug of name>.tar.gz) and reports
+// what it wrote on stderr.
+func runExport(ctx context.Context, e *env, src archive.Source, source, name, out string) error {
+	if out == "" {
+		out = trove.Slug(name) + ".tar.gz"
+	}
+	pr := newProgress(e.stderr, "exporting", -1)
+	m, err := writeArchive(ctx, out, e.stdout, src, archive.ExportOptions{Source: source, Progress: pr.update})
+	pr.finish()
+	if err != nil {
+		return err
+	}
+	redacted := 0
+	for _, v := range m.Versions {
+		if v.Redacted {
+			redacted++
+		}
+	}
+	where := out
+	if out == "-" {
+		where = "standard output"
+	}
+	fmt.Fprintf(e.stderr, "exported store %q (%s): %s, %s (%d redacted) to %s\n",
+		m.Store.Name, m.Store.ID, count(len(m.Memories), "memory", "memories"), count(len(m.Versions), "version", "versions"), redacted, where)
+	return nil
 }
 
 // writeArchive exports src to path through a temp file renamed into place
@@ -133,32 +130,6 @@ func writeArchive(ctx context.Context, path string, stdout io.Writer, src archiv
 		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return m, nil
-}
-
-// findAnyStore resolves a store by ID or exact name, archived stores
-// included (they can be exported).
-func findAnyStore(ctx context.Context, svc trove.Services, ref string) (*trove.Store, error) {
-	if strings.HasPrefix(ref, trove.PrefixStore) {
-		st, err := svc.GetStore(ctx, ref)
-		if trove.ErrorCode(err) == trove.ENOTFOUND {
-			return nil, trove.Errorf(trove.EINVALID, "no store with ID %s", ref)
-		}
-		return st, err
-	}
-	all := []trove.Store{}
-	cursor := ""
-	for {
-		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			break
-		}
-		cursor = page.NextPage
-	}
-	return storeNamed(all, ref)
 }
 
 // sdkStoreID resolves a store by ID or exact name through the SDK.
@@ -230,9 +201,9 @@ func (p *progress) update(ev archive.Progress) {
 
 func (p *progress) line() {
 	if p.total >= 0 {
-		fmt.Fprintf(p.w, "%s: %d/%d memories\n", p.what, p.done, p.total)
+		fmt.Fprintf(p.w, "%s: %d/%s\n", p.what, p.done, count(p.total, "memory", "memories"))
 	} else {
-		fmt.Fprintf(p.w, "%s: %d memories\n", p.what, p.done)
+		fmt.Fprintf(p.w, "%s: %s\n", p.what, count(p.done, "memory", "memories"))
 	}
 }
 

@@ -1,15 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/archive"
-	"github.com/trovehq/trove/storage/postgres"
 )
 
 func newImportCmd(e *env) *cobra.Command {
@@ -18,7 +16,7 @@ func newImportCmd(e *env) *cobra.Command {
 		store    string
 		name     string
 		allowDup bool
-		output   string
+		out      output
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE [--name NAME | --store NAME_OR_ID] [--allow-duplicate-name]",
@@ -45,86 +43,13 @@ The target is local (--data, TROVE_DATA) or a server (TROVE_URL with
 TROVE_API_KEY). -o json prints the report as JSON.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{code: 2, err: fmt.Errorf("import: -o must be text or json, got %q", output)}
+			if err := out.check(); err != nil {
+				return err
 			}
 			if name != "" && store != "" {
 				return usageError("--name names the store import creates; --store fills an existing one: pass one of them")
 			}
-			file := args[0]
-			ctx := e.ctx
-			svc, p, closeFn, err := sf.openServices(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			if p != nil {
-				ctx = trove.WithPrincipal(ctx, p)
-			}
-			opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: importTarget(sf.t), Name: name, AllowDuplicateName: allowDup}
-			if store != "" {
-				st, err := findStore(ctx, svc, store)
-				if err != nil {
-					return err
-				}
-				opts.StoreID = st.ID
-			}
-			// A local database's limits are known exactly; a server is
-			// checked against the documented ones (its own refusals are
-			// undone).
-			if l, ok := svc.(interface{ Limits() trove.Limits }); ok {
-				opts.Limits = l.Limits()
-			}
-			var pr *progress
-			opts.Progress = func(ev archive.Progress) {
-				if pr == nil {
-					pr = newProgress(e.stderr, "importing", ev.Total)
-				}
-				pr.update(ev)
-			}
-			rep, err := archive.Import(ctx, svc, file, opts)
-			if pr != nil {
-				pr.finish()
-			}
-			if trove.IsStoreNameTaken(err) {
-				return &exitError{code: exitConflict, err: fmt.Errorf("%s, or pass --allow-duplicate-name to have two (or --store NAME to fill that one); nothing was written", trove.ErrorMessage(err))}
-			}
-			if err != nil {
-				if rep != nil && rep.Resumable {
-					return fmt.Errorf("%w (run the same import again to resume into %s)", err, rep.StoreID)
-				}
-				return err
-			}
-			if output == "json" {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				verb := "filled"
-				switch {
-				case rep.Resumed:
-					verb = "resumed into"
-				case rep.Created:
-					verb = "created"
-				}
-				fmt.Fprintf(e.stdout, "%s store %q (%s): %d memories written, %d already there, %d left as they are\n",
-					verb, rep.Store.Name, rep.StoreID, len(rep.Written), len(rep.Present), len(rep.Conflicts))
-				fmt.Fprintf(e.stdout, "history: %d versions kept in %s (manifest.json); the store's own versions start with this import\n",
-					rep.HistoryVersions, file)
-				for _, c := range rep.Conflicts {
-					if c.ConflictingPath != "" {
-						fmt.Fprintf(e.stdout, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
-					} else {
-						fmt.Fprintf(e.stdout, "  not imported: %s differs in the store (store %.12s…, archive %.12s…)\n", c.Path, c.StoreSHA256, c.ArchiveSHA256)
-					}
-				}
-			}
-			if n := len(rep.Conflicts); n > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d memories of the archive differ from the store and were left as they are", n)}
-			}
-			return nil
+			return withConn(e.ctx, cmd, &sf, func(k *conn) error { return runImport(e, k, args[0], store, name, allowDup, &out) })
 		},
 	}
 	sf.register(cmd)
@@ -132,23 +57,78 @@ TROVE_API_KEY). -o json prints the report as JSON.`,
 	f.StringVar(&store, "store", "", "fill this existing store (name or ID) instead of creating one")
 	f.StringVar(&name, "name", "", "name the created store NAME (default: the archive's store name)")
 	f.BoolVar(&allowDup, "allow-duplicate-name", false, "create the store although a live store already has its name")
-	f.StringVarP(&output, "output", "o", "text", "report format: text or json")
+	out.register(f)
 	return cmd
 }
 
-// importTarget names where an import goes, for its journal: the server URL,
-// the PostgreSQL URL without password, or the absolute data directory, of
-// the target as resolved (--url, TROVE_URL, trove login, --data, …), not
-// only the flags.
-func importTarget(t *target) string {
+// runImport imports file into the target k (into the store ref when not
+// empty; else into a new store named name, or the archive's store name,
+// refused when a live store has it unless allowDup) and reports the result.
+func runImport(e *env, k *conn, file, ref, name string, allowDup bool, out *output) error {
+	opts := archive.ImportOptions{JournalPath: archive.JournalFor(file), Target: k.t.journalKey(), Name: name, AllowDuplicateName: allowDup}
+	if ref != "" {
+		st, err := k.store(ref, writeStore)
+		if err != nil {
+			return err
+		}
+		opts.StoreID = st.ID
+	}
+	// A local database's limits are known exactly; a server is checked
+	// against the documented ones (its own refusals are undone).
+	if l, ok := k.svc.(interface{ Limits() trove.Limits }); ok {
+		opts.Limits = l.Limits()
+	}
+	var pr *progress
+	opts.Progress = func(ev archive.Progress) {
+		if pr == nil {
+			pr = newProgress(e.stderr, "importing", ev.Total)
+		}
+		pr.update(ev)
+	}
+	rep, err := archive.Import(k.ctx, k.svc, file, opts)
+	if pr != nil {
+		pr.finish()
+	}
+	if trove.IsStoreNameTaken(err) {
+		return &exitError{code: exitConflict, err: fmt.Errorf("%s, or pass --allow-duplicate-name to have two (or --store NAME to fill that one); nothing was written", trove.ErrorMessage(err))}
+	}
+	if err != nil {
+		if rep != nil && rep.Resumable {
+			return fmt.Errorf("%w (run the same import again to resume into %s)", err, rep.StoreID)
+		}
+		return err
+	}
+	if out.json() {
+		if err := writeJSON(e.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printImport(e.stdout, rep, file)
+	}
+	if n := len(rep.Conflicts); n > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s of the archive %s from the store and %s left as %s", count(n, "memory", "memories"), plural(n, "differs", "differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
+	}
+	return nil
+}
+
+// printImport reports an import for people.
+func printImport(w io.Writer, rep *archive.ImportReport, file string) {
+	verb := "filled"
 	switch {
-	case t.remote():
-		return t.url
-	case t.dbURL != "":
-		return postgres.RedactDSN(t.dbURL)
+	case rep.Resumed:
+		verb = "resumed into"
+	case rep.Created:
+		verb = "created"
 	}
-	if abs, err := filepath.Abs(t.data); err == nil {
-		return abs
+	fmt.Fprintf(w, "%s store %q (%s): %s written, %d already there, %d left as they are\n",
+		verb, rep.Store.Name, rep.StoreID, count(len(rep.Written), "memory", "memories"), len(rep.Present), len(rep.Conflicts))
+	fmt.Fprintf(w, "history: %s kept in %s (manifest.json); the store's own versions start with this import\n",
+		count(rep.HistoryVersions, "version", "versions"), file)
+	for _, c := range rep.Conflicts {
+		if c.ConflictingPath != "" {
+			fmt.Fprintf(w, "  not imported: %s overlaps %s in the store\n", c.Path, c.ConflictingPath)
+		} else {
+			fmt.Fprintf(w, "  not imported: %s differs in the store (store %.12s…, archive %.12s…)\n", c.Path, c.StoreSHA256, c.ArchiveSHA256)
+		}
 	}
-	return t.data
 }

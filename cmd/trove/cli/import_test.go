@@ -64,7 +64,7 @@ func TestImportKilledSubprocess(t *testing.T) {
 		t.Helper()
 		svc, closeDB := openData(t, dst)
 		defer closeDB()
-		all, err := listAllStores(ctx, svc)
+		all, err := listAllStores(ctx, svc, false)
 		if err != nil {
 			t.Fatal(err)
 		}

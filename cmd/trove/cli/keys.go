@@ -6,15 +6,22 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 )
 
+// keysCmd is what the keys subcommands share: the local database they act
+// on (keys live in the server's database, never through a server).
+type keysCmd struct {
+	e           *env
+	data, dbURL string
+}
+
 func newKeysCmd(e *env) *cobra.Command {
-	var data, dbURL string
+	kc := &keysCmd{e: e}
 	cmd := &cobra.Command{
 		Use:   "keys",
 		Short: "Create, list and revoke API keys",
@@ -22,97 +29,110 @@ func newKeysCmd(e *env) *cobra.Command {
 		RunE:  helpRun,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
-	pf.StringVar(&dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
+	pf.StringVar(&kc.data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
+	pf.StringVar(&kc.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
+	cmd.AddCommand(kc.createCmd(), kc.listCmd(), kc.revokeCmd())
+	return cmd
+}
 
+// withLocal opens the local database, runs f with its service, and closes
+// it. With existing, a SQLite database must exist already.
+func (kc *keysCmd) withLocal(existing bool, f func(svc *core.Service) error) error {
+	if existing {
+		if err := requireLocalDB(kc.data, kc.dbURL); err != nil {
+			return err
+		}
+	}
+	svc, closeDB, err := openLocal(kc.e.ctx, kc.data, kc.dbURL, true)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	return f(svc)
+}
+
+func (kc *keysCmd) createCmd() *cobra.Command {
 	var workspace, name string
-	create := &cobra.Command{
-		Use:   "create",
-		Short: "Create an API key; the secret is printed alone on the last line, once",
-		Args:  cobra.NoArgs,
+	cmd := &cobra.Command{
+		Use:   "create [NAME] [--workspace ID]",
+		Short: "Create an API key (optionally named, as NAME or --name); the secret is printed alone on the last line, once",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, closeDB, err := openLocal(e.ctx, data, dbURL, true)
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			k, secret, err := svc.CreateKey(e.ctx, workspace, name)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "created API key %s in workspace %s\n%s\n", k.ID, k.WorkspaceID, secret)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&workspace, "workspace", defaultWorkspace, "workspace ID the key acts in")
-	create.Flags().StringVar(&name, "name", "", "a name to tell keys apart")
-
-	var listWorkspace string
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List API keys (never their secrets)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireLocalDB(data, dbURL); err != nil {
-				return err
-			}
-			svc, closeDB, err := openLocal(e.ctx, data, dbURL, true)
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			keys, err := svc.ListKeys(e.ctx, listWorkspace)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tWORKSPACE\tNAME\tHINT\tCREATED\tREVOKED")
-			for _, k := range keys {
-				revoked := "-"
-				if k.RevokedAt != nil {
-					revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+			n := name
+			if len(args) == 1 || cmd.Flags().Changed("name") {
+				var err error
+				if n, err = nameArg(cmd, args, name); err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t…%s\t%s\t%s\n", k.ID, k.WorkspaceID, k.Name, k.Hint, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
 			}
-			return tw.Flush()
+			return kc.withLocal(false, func(svc *core.Service) error {
+				k, secret, err := svc.CreateKey(kc.e.ctx, workspace, n)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(kc.e.stdout, "created API key %s in workspace %s\n%s\n", k.ID, k.WorkspaceID, secret)
+				return nil
+			})
 		},
 	}
-	list.Flags().StringVar(&listWorkspace, "workspace", "", "only keys of this workspace (default: all)")
+	cmd.Flags().StringVar(&workspace, "workspace", defaultWorkspace, "workspace ID the key acts in")
+	cmd.Flags().StringVar(&name, "name", "", "a name to tell keys apart (or give it as NAME)")
+	return cmd
+}
 
-	revoke := &cobra.Command{
+func (kc *keysCmd) listCmd() *cobra.Command {
+	var workspace string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List API keys (never their secrets)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return kc.withLocal(true, func(svc *core.Service) error {
+				keys, err := svc.ListKeys(kc.e.ctx, workspace)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(kc.e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tWORKSPACE\tNAME\tHINT\tCREATED\tREVOKED")
+				for _, k := range keys {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t…%s\t%s\t%s\n", k.ID, k.WorkspaceID, k.Name, k.Hint, fmtTime(k.CreatedAt), fmtTimePtr(k.RevokedAt))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&workspace, "workspace", "", "only keys of this workspace (default: all)")
+	return cmd
+}
+
+func (kc *keysCmd) revokeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "revoke ID_OR_NAME",
 		Short: "Revoke an API key, given by ID or name; running servers refuse it within their --auth-cache (2s by default)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireLocalDB(data, dbURL); err != nil {
-				return err
-			}
-			svc, closeDB, err := openLocal(e.ctx, data, dbURL, true)
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			keys, err := svc.ListKeys(e.ctx, "")
-			if err != nil {
-				return err
-			}
-			k, err := findKey(keys, args[0])
-			if err != nil {
-				return err
-			}
-			if err := svc.RevokeKey(e.ctx, k.ID); err != nil {
-				return err
-			}
-			if k.Name != "" {
-				fmt.Fprintf(e.stdout, "revoked %s (%s)\n", k.ID, k.Name)
-			} else {
-				fmt.Fprintf(e.stdout, "revoked %s\n", k.ID)
-			}
-			return nil
+			return kc.withLocal(true, func(svc *core.Service) error {
+				keys, err := svc.ListKeys(kc.e.ctx, "")
+				if err != nil {
+					return err
+				}
+				k, err := findKey(keys, args[0])
+				if err != nil {
+					return err
+				}
+				if err := svc.RevokeKey(kc.e.ctx, k.ID); err != nil {
+					return err
+				}
+				if k.Name != "" {
+					fmt.Fprintf(kc.e.stdout, "revoked %s (%s)\n", k.ID, k.Name)
+				} else {
+					fmt.Fprintf(kc.e.stdout, "revoked %s\n", k.ID)
+				}
+				return nil
+			})
 		},
 	}
-	cmd.AddCommand(create, list, revoke)
-	return cmd
 }
 
 // findKey returns the key with ID ref, else the one key named ref:

@@ -20,7 +20,6 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
-	"github.com/trovehq/trove/storage/postgres"
 )
 
 // probeResult is what one authenticated request to a server found.
@@ -167,62 +166,102 @@ func newLogoutCmd(e *env) *cobra.Command {
 
 func newStatusCmd(e *env) *cobra.Command {
 	var sf storeFlags
+	var out output
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use:   "status [-o table|json]",
 		Short: "Print where client commands act (server or database, workspace) and whether it answers",
 		Long: `status prints the target client commands use, the rule that chose it, the
 workspace, and whether it answers. It exits 1 when the target does not answer.
+With -o json it prints the same as one JSON object.
 
 ` + targetRule,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
 			t, err := sf.resolve(cmd)
 			if err != nil {
 				return err
 			}
 			setTarget(cmd, t)
+			var r statusReport
 			if t.remote() {
-				fmt.Fprintf(e.stdout, "server:    %s\nchosen by: %s\nkey from:  %s\n", t.url, t.from, t.keyFrom)
-				pr, err := probe(e.ctx, t.url, t.key)
-				switch trove.ErrorCode(err) {
-				case "":
-				case trove.EUNAUTHENTICATED, trove.EFORBIDDEN:
-					fmt.Fprintf(e.stdout, "reachable: yes, but the key is refused\n")
-					return err
-				default:
-					fmt.Fprintf(e.stdout, "reachable: no\n")
-					return err
+				err = r.remote(e.ctx, t)
+			} else {
+				err = r.local(e.ctx, cmd, &sf, t)
+			}
+			if out.json() {
+				if jerr := writeJSON(e.stdout, r); jerr != nil {
+					return jerr
 				}
-				fmt.Fprintf(e.stdout, "workspace: %s\nreachable: yes\n", pr.workspace)
-				return nil
+			} else {
+				r.print(e.stdout)
 			}
-			where := filepath.Join(t.data, "trove.db")
-			if t.dbURL != "" {
-				where = postgres.RedactDSN(t.dbURL)
-			}
-			fmt.Fprintf(e.stdout, "database:  %s\nchosen by: %s\n", where, t.from)
-			if t.dbURL == "" {
-				if _, err := os.Stat(where); err != nil {
-					fmt.Fprintf(e.stdout, "reachable: no\n")
-					return fmt.Errorf("no database at %s: start trove serve --data %s once, or pass the right --data", where, t.data)
-				}
-			}
-			svc, p, closeSvc, err := sf.openServices(e.ctx, cmd)
-			if err != nil {
-				fmt.Fprintf(e.stdout, "reachable: no\n")
-				return err
-			}
-			defer closeSvc()
-			if _, err := svc.ListStores(trove.WithPrincipal(e.ctx, p), trove.ListStoresParams{Limit: 1}); err != nil {
-				fmt.Fprintf(e.stdout, "reachable: no\n")
-				return err
-			}
-			fmt.Fprintf(e.stdout, "workspace: %s\nreachable: yes\n", p.WorkspaceID)
-			return nil
+			return err
 		},
 	}
 	sf.register(cmd)
+	out.register(cmd.Flags())
 	return cmd
+}
+
+// statusReport is what trove status found; its JSON is -o json's.
+type statusReport struct {
+	Server     string `json:"server,omitempty"`
+	Database   string `json:"database,omitempty"`
+	ChosenBy   string `json:"chosen_by"`
+	KeyFrom    string `json:"key_from,omitempty"`
+	Workspace  string `json:"workspace,omitempty"`
+	Reachable  bool   `json:"reachable"`
+	KeyRefused bool   `json:"key_refused,omitempty"`
+}
+
+// remote probes the server t with its key.
+func (r *statusReport) remote(ctx context.Context, t *target) error {
+	r.Server, r.ChosenBy, r.KeyFrom = t.url, t.from, t.keyFrom
+	pr, err := probe(ctx, t.url, t.key)
+	switch trove.ErrorCode(err) {
+	case "":
+		r.Workspace, r.Reachable = pr.workspace, true
+	case trove.EUNAUTHENTICATED, trove.EFORBIDDEN:
+		r.Reachable, r.KeyRefused = true, true
+	}
+	return err
+}
+
+// local opens the local database t and lists one store.
+func (r *statusReport) local(ctx context.Context, cmd *cobra.Command, sf *storeFlags, t *target) error {
+	r.Database, r.ChosenBy = t.where(), t.from
+	if t.dbURL == "" {
+		if _, err := os.Stat(r.Database); err != nil {
+			return fmt.Errorf("no database at %s: start trove serve --data %s once, or pass the right --data", r.Database, t.data)
+		}
+	}
+	return withConn(ctx, cmd, sf, func(k *conn) error {
+		if _, err := k.svc.ListStores(k.ctx, trove.ListStoresParams{Limit: 1}); err != nil {
+			return err
+		}
+		r.Workspace, r.Reachable = k.p.WorkspaceID, true
+		return nil
+	})
+}
+
+// print writes the report as aligned lines.
+func (r *statusReport) print(w io.Writer) {
+	if r.Server != "" {
+		fmt.Fprintf(w, "server:    %s\nchosen by: %s\nkey from:  %s\n", r.Server, r.ChosenBy, r.KeyFrom)
+	} else {
+		fmt.Fprintf(w, "database:  %s\nchosen by: %s\n", r.Database, r.ChosenBy)
+	}
+	switch {
+	case r.KeyRefused:
+		fmt.Fprintf(w, "reachable: yes, but the key is refused\n")
+	case !r.Reachable:
+		fmt.Fprintf(w, "reachable: no\n")
+	default:
+		fmt.Fprintf(w, "workspace: %s\nreachable: yes\n", r.Workspace)
+	}
 }
 
 // loginHint is the line serve prints to point a client at the server

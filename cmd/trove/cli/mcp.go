@@ -19,40 +19,21 @@ import (
 	"github.com/trovehq/trove/mcpserver"
 )
 
-// resolveStores finds each store named by ID (memstore_…) or by exact name,
-// and gives each a distinct mount name from the slug of its name. It
-// returns ENOTFOUND for an unknown store, EINVALID for an ambiguous name,
-// an archived store, or a store given twice.
+// resolveStores resolves each store ref for writing (see resolveStore) and
+// gives each a distinct mount name from the slug of its name. A store given
+// twice is EINVALID.
 func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]trove.Store, []string, error) {
-	var all []trove.Store // every store, listed at the first name
 	var stores []trove.Store
 	var slugs []string
 	seen := map[string]bool{}
 	used := map[string]bool{}
 	for _, ref := range refs {
-		var st *trove.Store
-		var err error
-		if strings.HasPrefix(ref, trove.PrefixStore) {
-			st, err = svc.GetStore(ctx, ref)
-			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				err = trove.Errorf(trove.ENOTFOUND, "no store with ID %s (see trove stores list)", ref)
-			}
-		} else {
-			if all == nil {
-				if all, err = listAllStores(ctx, svc); err != nil {
-					return nil, nil, err
-				}
-			}
-			st, err = storeNamed(all, ref)
-		}
+		st, err := resolveStore(ctx, svc, ref, writeStore)
 		if err != nil {
 			return nil, nil, err
 		}
 		if seen[st.ID] {
 			return nil, nil, trove.Errorf(trove.EINVALID, "store %s (%q) is given twice", st.ID, st.Name)
-		}
-		if st.ArchivedAt != nil {
-			return nil, nil, trove.Errorf(trove.EINVALID, "store %s (%q) is archived: its memories can be read but not written", st.ID, st.Name)
 		}
 		seen[st.ID] = true
 		slug := trove.Slug(st.Name)
@@ -64,52 +45,6 @@ func resolveStores(ctx context.Context, svc trove.Services, refs []string) ([]tr
 		slugs = append(slugs, slug)
 	}
 	return stores, slugs, nil
-}
-
-// listAllStores lists every store of the workspace, never nil.
-func listAllStores(ctx context.Context, svc trove.Services) ([]trove.Store, error) {
-	all := []trove.Store{}
-	cursor := ""
-	for {
-		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			return all, nil
-		}
-		cursor = page.NextPage
-	}
-}
-
-// storeNamed returns the one store of all named name: ENOTFOUND naming the
-// stores there are when none is, EINVALID with their IDs when several are.
-func storeNamed(all []trove.Store, name string) (*trove.Store, error) {
-	var matches []trove.Store
-	for _, s := range all {
-		if s.Name == name {
-			matches = append(matches, s)
-		}
-	}
-	switch len(matches) {
-	case 0:
-		if len(all) == 0 {
-			return nil, trove.Errorf(trove.ENOTFOUND, "no store named %q: the workspace has no stores yet (create one with trove stores create %s)", name, shellQuote(name))
-		}
-		names := make([]string, len(all))
-		for i, s := range all {
-			names[i] = strconv.Quote(s.Name)
-		}
-		return nil, trove.Errorf(trove.ENOTFOUND, "no store named %q; the stores are %s", name, strings.Join(names, ", "))
-	case 1:
-		return &matches[0], nil
-	}
-	ids := make([]string, len(matches))
-	for i, s := range matches {
-		ids[i] = s.ID
-	}
-	return nil, trove.Errorf(trove.EINVALID, "%d stores are named %q; pass one of their IDs: %s", len(matches), name, strings.Join(ids, ", "))
 }
 
 func newMCPCmd(e *env) *cobra.Command {
@@ -218,15 +153,11 @@ func runMCP(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID
 // here: the local key's principal (or the session's, for --session on a
 // local database) and whether the stores are laid out as a session's.
 func openMCPServer(e *env, cmd *cobra.Command, sf *storeFlags, refs []string, sessionID string, opt mcpserver.Options) (*mcpserver.Server, []string, func() error, error) {
-	ctx := e.ctx
-	svc, p, closeSvc, err := sf.openServices(ctx, cmd)
+	k, err := openConn(e.ctx, cmd, sf)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	lookupCtx := ctx
-	if p != nil {
-		lookupCtx = trove.WithPrincipal(ctx, p)
-	}
+	svc, p, lookupCtx, closeSvc := k.svc, k.p, k.ctx, k.close
 	var mounts []mcpserver.Mount
 	var names []string
 	if sessionID != "" {
@@ -303,5 +234,5 @@ func (nopWriteCloser) Close() error { return nil }
 
 // mcpUsageError is a usage error (exit code 2).
 func mcpUsageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }

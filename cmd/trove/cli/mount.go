@@ -52,10 +52,10 @@ store instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(o.refs) == 0 {
-				return &exitError{code: 2, err: errors.New("mount: give at least one --store")}
+				return &exitError{code: exitUsage, err: errors.New("mount: give at least one --store")}
 			}
 			if o.refresh <= 0 {
-				return &exitError{code: 2, err: errors.New("mount: --refresh must be positive")}
+				return &exitError{code: exitUsage, err: errors.New("mount: --refresh must be positive")}
 			}
 			if why := fuseAvailable(); why != "" {
 				return fmt.Errorf("mount: FUSE is unavailable here (%s); use trove sync --store NAME --dir %s to keep a directory in sync with a store instead", why, args[0])
@@ -92,10 +92,10 @@ func runMount(e *env, cmd *cobra.Command, sf *storeFlags, o mountOpts) error {
 	}
 	// A missing mount point is created, as sync --dir and tool --root do.
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return &exitError{code: 2, err: fmt.Errorf("mount: %s is not a directory", dir)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("mount: %s is not a directory", dir)}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("mount: cannot create the mount point %s: %v", dir, err)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("mount: cannot create the mount point %s: %v", dir, err)}
 	}
 	sess, closeSvc, err := startSession(e, cmd, sf, "mount", o.refs, nil)
 	if err != nil {

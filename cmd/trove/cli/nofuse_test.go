@@ -25,7 +25,7 @@ func TestWithoutFUSE(t *testing.T) {
 	})
 	t.Run("session run --mount fuse", func(t *testing.T) {
 		code, _, stderr := runTrove(t, "session", "run", "--data", data, "--store", "Notes", "--mount", "fuse", "--", "true")
-		want := "trove: session run: --mount fuse: FUSE is unavailable here (trove has no FUSE mounts on plan9); use --mount copy\n"
+		want := "trove: sessions run: --mount fuse: FUSE is unavailable here (trove has no FUSE mounts on plan9); use --mount copy\n"
 		if code != 1 || stderr != want {
 			t.Errorf("exit %d, stderr %q; want exit 1, stderr %q", code, stderr, want)
 		}

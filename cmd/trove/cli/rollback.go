@@ -45,44 +45,41 @@ run would (4 when it would be refused).`)
 				return err
 			}
 		}
-		k, st, err := c.openStore(cmd, args[0])
-		if err != nil {
-			return err
-		}
-		defer k.close()
-		h, err := k.history()
-		if err != nil {
-			return err
-		}
-		if since == "" {
-			// A session wrote nothing before it started: undo all of it.
-			if at, err = sessionStart(k, c.e.stderr, sessionID); err != nil {
+		return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+			h, err := k.history()
+			if err != nil {
 				return err
 			}
-		}
-		r, err := h.RollbackActor(k.ctx, st.ID, trove.RollbackParams{SessionID: sessionID, APIKeyID: keyID, Since: at, DryRun: dryRun, Force: force})
-		if err != nil {
-			return err
-		}
-		// A dry run exits as the real run would: 4 when it would be
-		// refused.
-		refused := !r.Applied && len(r.Conflicts) > 0 && (!dryRun || !force)
-		if c.json() {
-			if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
+			if since == "" {
+				// A session wrote nothing before it started: undo all of it.
+				if at, err = sessionStart(k, c.e.stderr, sessionID); err != nil {
+					return err
+				}
+			}
+			r, err := h.RollbackActor(k.ctx, st.ID, trove.RollbackParams{SessionID: sessionID, APIKeyID: keyID, Since: at, DryRun: dryRun, Force: force})
+			if err != nil {
 				return err
 			}
-		} else {
-			c.printRollback(st, r, dryRun)
-		}
-		switch {
-		case refused && dryRun:
-			return &exitError{code: exitConflict, err: fmt.Errorf("dry run: the rollback would be refused: %d %s changed by someone else since (--force rolls back the rest)",
-				len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
-		case refused:
-			return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
-				len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
-		}
-		return nil
+			// A dry run exits as the real run would: 4 when it would be
+			// refused.
+			refused := !r.Applied && len(r.Conflicts) > 0 && (!dryRun || !force)
+			if c.json() {
+				if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
+					return err
+				}
+			} else {
+				c.printRollback(st, r, dryRun)
+			}
+			switch {
+			case refused && dryRun:
+				return &exitError{code: exitConflict, err: fmt.Errorf("dry run: the rollback would be refused: %d %s changed by someone else since (--force rolls back the rest)",
+					len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
+			case refused:
+				return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
+					len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
+			}
+			return nil
+		})
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "the session whose writes to undo (sesn_…)")
 	cmd.Flags().StringVar(&keyID, "key", "", "the API key whose writes to undo (apikey_…)")

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -51,7 +52,6 @@ func commands(e *env) []*cobra.Command {
 		newMCPCmd(e),
 		newSyncCmd(e),
 		newMountCmd(e),
-		newSessionCmd(e),
 		newExportCmd(e),
 		newImportCmd(e),
 		newApplyCmd(e),
@@ -91,6 +91,11 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// commandUsageError is a usage error (exit 2) with cmd's usage line.
+func commandUsageError(cmd *cobra.Command, msg string) error {
+	return &exitError{code: exitUsage, err: withUsage(cmd, msg)}
+}
+
 // Main runs the trove command line with args (without the program name) and
 // returns the process exit code (see exitCodesHelp).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -121,6 +126,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	root.AddCommand(commands(e)...)
 	suggestSingulars(root)
+	suggestSubcommands(root)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: withUsage(cmd, err.Error())}
 	})
@@ -223,7 +229,7 @@ func withTarget(msg string, err error, t *target) string {
 	return msg
 }
 
-// unknownCommand is the root's Args: a word that names no command is
+// unknownCommand is the Args of the root and of every group: a word that names no command is
 // refused with cobra's "did you mean" suggestions, which cobra.NoArgs
 // leaves out.
 func unknownCommand(cmd *cobra.Command, args []string) error {
@@ -231,10 +237,24 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+	if s := slices.Compact(cmd.SuggestionsFor(args[0])); len(s) > 0 {
 		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 	}
 	return errors.New(msg)
+}
+
+// suggestSubcommands makes every command group (a command with
+// subcommands takes no arguments of its own) refuse an unknown
+// subcommand with suggestions (unknownCommand), within cobra's usual edit
+// distance of 2 ("stores lst", "memories lis", "sesions").
+func suggestSubcommands(cmd *cobra.Command) {
+	if cmd.HasSubCommands() {
+		cmd.SuggestionsMinimumDistance = 2
+		cmd.Args = unknownCommand
+	}
+	for _, sub := range cmd.Commands() {
+		suggestSubcommands(sub)
+	}
 }
 
 // suggestSingulars makes each plural noun command (stores, memories,

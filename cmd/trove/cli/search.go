@@ -37,74 +37,84 @@ store the credential can read (a session token: its attached stores).
 			if limit < 1 {
 				return usageError("--limit must be at least 1, not %d", limit)
 			}
-			k, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			names := map[string]string{}
-			p := trove.SearchParams{Query: strings.Join(args, " "), PathPrefix: prefix}
-			for _, ref := range stores {
-				st, err := k.store(ref)
-				if err != nil {
-					return err
-				}
-				names[st.ID] = st.Name
-				p.StoreIDs = append(p.StoreIDs, st.ID)
-			}
-			var results []trove.SearchResult
-			next := ""
-			for len(results) < limit {
-				p.Limit = min(searchPageSize, limit-len(results))
-				page, err := k.svc.Search(k.ctx, p)
-				if err != nil {
-					return err
-				}
-				results = append(results, page.Data...)
-				next = page.NextPage
-				if next == "" {
-					break
-				}
-				p.Cursor = next
-			}
-			if c.json() {
-				data := make([]any, len(results))
-				for i := range results {
-					data[i] = httpapi.WireSearchResult(&results[i])
-				}
-				return c.printJSON(httpapi.WirePage(data, next))
-			}
-			if len(results) == 0 {
-				fmt.Fprintf(e.stderr, "no memory matches %q\n", p.Query)
-				return nil
-			}
-			rows := make([][]string, len(results))
-			for i, r := range results {
-				name, ok := names[r.Memory.StoreID]
-				if !ok {
-					name = r.Memory.StoreID
-					if st, err := k.svc.GetStore(k.ctx, r.Memory.StoreID); err == nil {
-						name = st.Name
+			return c.withConn(cmd, func(k *conn) error {
+				names := map[string]string{}
+				p := trove.SearchParams{Query: strings.Join(args, " "), PathPrefix: prefix}
+				for _, ref := range stores {
+					st, err := k.store(ref, readStore)
+					if err != nil {
+						return err
 					}
-					names[r.Memory.StoreID] = name
+					names[st.ID] = st.Name
+					p.StoreIDs = append(p.StoreIDs, st.ID)
 				}
-				rows[i] = []string{name, markRanges(r.Memory.Path, r.PathHighlights), snippetLine(r)}
-			}
-			if err := c.table([]string{"STORE", "PATH", "MATCH"}, rows); err != nil {
-				return err
-			}
-			if next != "" {
-				fmt.Fprintf(e.stderr, "showing the first %d results; raise --limit to see more\n", len(results))
-			}
-			return nil
+				results, next, err := searchUpTo(k, p, limit)
+				if err != nil {
+					return err
+				}
+				return c.printSearch(k, p.Query, results, next, names)
+			})
 		},
 	}
 	c.sf.register(cmd)
-	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's shapes, for scripts)")
+	c.out.register(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&stores, "store", "s", nil, "search only this store (name or ID); repeat for several")
 	cmd.Flags().StringVar(&prefix, "prefix", "", "search only below this directory, e.g. /notes")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "the most results to show")
 	return cmd
+}
+
+// searchUpTo runs the search p, page by page, up to limit results; next
+// continues it when more remain.
+func searchUpTo(k *conn, p trove.SearchParams, limit int) (results []trove.SearchResult, next string, err error) {
+	for len(results) < limit {
+		p.Limit = min(searchPageSize, limit-len(results))
+		page, err := k.svc.Search(k.ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		results = append(results, page.Data...)
+		if next = page.NextPage; next == "" {
+			break
+		}
+		p.Cursor = next
+	}
+	return results, next, nil
+}
+
+// printSearch prints results as a table (store names looked up once, names
+// holds those known), or a page of their JSON.
+func (c *clientCmd) printSearch(k *conn, query string, results []trove.SearchResult, next string, names map[string]string) error {
+	if c.json() {
+		data := make([]any, len(results))
+		for i := range results {
+			data[i] = httpapi.WireSearchResult(&results[i])
+		}
+		return c.printJSON(httpapi.WirePage(data, next))
+	}
+	if len(results) == 0 {
+		fmt.Fprintf(c.e.stderr, "no memory matches %q\n", query)
+		return nil
+	}
+	rows := make([][]string, len(results))
+	for i, r := range results {
+		name, ok := names[r.Memory.StoreID]
+		if !ok {
+			name = r.Memory.StoreID
+			if st, err := k.svc.GetStore(k.ctx, r.Memory.StoreID); err == nil {
+				name = st.Name
+			}
+			names[r.Memory.StoreID] = name
+		}
+		rows[i] = []string{name, markRanges(r.Memory.Path, r.PathHighlights), snippetLine(r)}
+	}
+	if err := c.table([]string{"STORE", "PATH", "MATCH"}, rows); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(c.e.stderr, "showing the first %d results; raise --limit to see more\n", len(results))
+	}
+	return nil
 }
 
 // markRanges returns text with each range wrapped in [ ] and every control

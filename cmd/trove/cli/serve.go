@@ -425,6 +425,7 @@ func runServe(e *env, c serveConfig) error {
 		MaxBodyBytes: maxBodyFor(c.limits.MaxContentBytes),
 		Metrics:      reg,
 		Health:       b.health,
+		DreamRunner:  c.dreams.runnerState(),
 		Timeouts:     c.timeouts,
 		Console:      consoleHandler,
 		// The credential cache is core's (Options.AuthCacheTTL): it sees

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/httpapi"
 )
 
 // dreamConfig is what serve's dream flags configure: the Messages API the
@@ -51,6 +52,28 @@ func (c dreamConfig) check() error {
 	return nil
 }
 
+// key is the Anthropic API key dreams call the Messages API with:
+// --anthropic-api-key, else $ANTHROPIC_API_KEY.
+func (c dreamConfig) key() string {
+	if c.apiKey != "" {
+		return c.apiKey
+	}
+	return os.Getenv("ANTHROPIC_API_KEY")
+}
+
+// runnerState is what /healthz reports about this node's dream runner, so
+// that trove dreams create can warn before a dream fails for want of a
+// model key.
+func (c dreamConfig) runnerState() string {
+	switch {
+	case c.workers == 0:
+		return httpapi.DreamRunnerNone
+	case c.key() == "":
+		return httpapi.DreamRunnerNoModel
+	}
+	return httpapi.DreamRunnerReady
+}
+
 // startDreams starts the dream runner over svc and returns the function
 // that stops it (waiting for it). Without an API key it logs once that
 // dreams will fail, and still runs, so queued dreams end failed with a
@@ -63,10 +86,7 @@ func startDreams(c dreamConfig, svc *core.Service, log *slog.Logger) (stop func(
 		log.Info("dreams: no runner on this node (--dream-workers 0)")
 		return func() {}, nil
 	}
-	key := c.apiKey
-	if key == "" {
-		key = os.Getenv("ANTHROPIC_API_KEY")
-	}
+	key := c.key()
 	cfg := dream.Config{
 		Service: svc, Workers: c.workers, Lease: c.lease, Heartbeat: c.heartbeat, Logger: log,
 		Budget: dream.Budget{MaxTurns: c.maxTurns, MaxTokens: c.maxTokens, MaxDuration: c.maxDuration},

@@ -16,17 +16,6 @@ import (
 	"github.com/trovehq/trove/syncer"
 )
 
-func newSessionCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "session",
-		Short: "Run agents in sessions with memory stores attached",
-		Args:  cobra.NoArgs,
-		RunE:  helpRun,
-	}
-	cmd.AddCommand(newSessionRunCmd(e))
-	return cmd
-}
-
 // sessionOpts are session run's flags and command.
 type sessionOpts struct {
 	refs, instr []string
@@ -45,7 +34,7 @@ func newSessionRunCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --store NAME_OR_ID[:ro] [--store …] [--root DIR] -- CMD [ARGS…]",
 		Short: "Run a command in a new session with stores synced as directories",
-		Long: `session run creates a session with the given stores attached (":ro" for
+		Long: `sessions run (also trove session run) creates a session with the given stores attached (":ro" for
 read-only), lays each out as <root>/<slug> from its mount path, downloads it,
 writes the system-prompt note to <root>/MEMORY_STORES.md and TROVE_MEMORY_PROMPT,
 and runs CMD with:
@@ -69,17 +58,16 @@ Otherwise both are kept, and the message on standard error says where.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 0 {
-				return &exitError{code: 2, err: errors.New("session run: put the command after --, e.g. trove session run --store notes -- claude")}
+				return usageError("sessions run: put the command after --, e.g. trove sessions run --store notes -- claude")
 			}
 			if len(o.refs) == 0 {
-				return &exitError{code: 2, err: errors.New("session run: give at least one --store")}
+				return usageError("sessions run: give at least one --store")
 			}
 			mnt, err := chooseMounter(mode, e.stderr)
-			var ee *exitError
-			if errors.As(err, &ee) {
+			if _, ok := errors.AsType[*exitError](err); ok {
 				return err // FUSE asked for where there is none: exit 1
 			} else if err != nil {
-				return &exitError{code: 2, err: err}
+				return &exitError{code: exitUsage, err: err}
 			}
 			o.args = args
 			return runSession(e, cmd, &sf, o, mnt)
@@ -112,7 +100,7 @@ func chooseMounter(mode string, stderr io.Writer) (sessionrun.Mounter, error) {
 		return copyMounter, nil
 	case "fuse":
 		if why := fuseAvailable(); why != "" {
-			return nil, &exitError{code: 1, err: fmt.Errorf("session run: --mount fuse: FUSE is unavailable here (%s); use --mount copy", why)}
+			return nil, &exitError{code: exitFailed, err: fmt.Errorf("sessions run: --mount fuse: FUSE is unavailable here (%s); use --mount copy", why)}
 		}
 		return sessionrun.FUSEMounter{}, nil
 	case "auto", "":
@@ -121,7 +109,7 @@ func chooseMounter(mode string, stderr io.Writer) (sessionrun.Mounter, error) {
 		}
 		return copyMounter, nil
 	}
-	return nil, fmt.Errorf("session run: --mount must be auto, fuse or copy, not %q", mode)
+	return nil, fmt.Errorf("sessions run: --mount must be auto, fuse or copy, not %q", mode)
 }
 
 // cliSession is a session a command created, with what acts as it.
@@ -160,15 +148,12 @@ func (cs *cliSession) endOrReport(ctx context.Context, stderr io.Writer) {
 // function, which closes the services. cmdName prefixes the errors of a
 // backend without sessions.
 func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, refs, instr []string) (*cliSession, func(), error) {
-	ctx := e.ctx
-	svc, p, closeFn, err := sf.openServices(ctx, cmd)
+	k, err := openConn(e.ctx, cmd, sf)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p != nil {
-		ctx = trove.WithPrincipal(ctx, p)
-	}
-	cleanup := func() { closeFn() }
+	ctx, svc := k.ctx, k.svc
+	cleanup := func() { k.close() }
 	fail := func(err error) (*cliSession, func(), error) {
 		cleanup()
 		return nil, nil, err
@@ -238,7 +223,7 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 }
 
 func runSession(e *env, cmd *cobra.Command, sf *storeFlags, o sessionOpts, mnt sessionrun.Mounter) error {
-	sess, closeSvc, err := startSession(e, cmd, sf, "session run", o.refs, o.instr)
+	sess, closeSvc, err := startSession(e, cmd, sf, "sessions run", o.refs, o.instr)
 	if err != nil {
 		return err
 	}

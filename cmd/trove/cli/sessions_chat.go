@@ -42,56 +42,53 @@ func newSessionChatCmd(c *clientCmd) *cobra.Command {
 			if strings.TrimSpace(text) == "" {
 				return usageError("sessions chat: the message is empty (give MESSAGE or pipe it on stdin)")
 			}
-			k, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			es, ok := k.svc.(trove.EventService)
-			if !ok {
-				return fmt.Errorf("this target has no session events")
-			}
-			id := args[0]
-			se, err := k.svc.(trove.SessionService).GetSession(k.ctx, id)
-			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", id)
-			}
-			if err != nil {
-				return err
-			}
-			if se.Managed == nil {
-				return fmt.Errorf("session %s has no agent to chat with (create one with trove sessions create --agent … --environment …)", id)
-			}
-			// Follow from before the message, so nothing the loop answers
-			// can slip between the send and the first read.
-			start, err := lastSeq(k.ctx, es, id)
-			if err != nil {
-				return err
-			}
-			body, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
-			if _, err := es.AppendEvents(k.ctx, id, []trove.NewSessionEvent{{Type: trove.EventUserMessage, Body: string(body)}}); err != nil {
-				return err
-			}
-			out := c.e.stdout
-			err = followEvents(k.ctx, k.svc, id, start, func(e trove.SessionEvent) error {
-				if c.json() {
-					m := map[string]any{}
-					_ = json.Unmarshal([]byte(e.Body), &m)
-					m["id"], m["type"], m["processed_at"] = e.ID, e.Type, fmtTime(e.ProcessedAt)
-					b, _ := json.Marshal(m)
-					fmt.Fprintf(out, "%s\n", b)
-				} else if line := chatLine(e); line != "" {
-					fmt.Fprintln(out, line)
+			return c.withConn(cmd, func(k *conn) error {
+				es, ok := k.svc.(trove.EventService)
+				if !ok {
+					return fmt.Errorf("this target has no session events")
 				}
-				if turnOver(e) {
-					return errTurnOver
+				id := args[0]
+				se, err := k.svc.(trove.SessionService).GetSession(k.ctx, id)
+				if trove.ErrorCode(err) == trove.ENOTFOUND {
+					return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", id)
 				}
-				return nil
+				if err != nil {
+					return err
+				}
+				if se.Managed == nil {
+					return fmt.Errorf("session %s has no agent to chat with (create one with trove sessions create --agent … --environment …)", id)
+				}
+				// Follow from before the message, so nothing the loop answers
+				// can slip between the send and the first read.
+				start, err := lastSeq(k.ctx, es, id)
+				if err != nil {
+					return err
+				}
+				body, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
+				if _, err := es.AppendEvents(k.ctx, id, []trove.NewSessionEvent{{Type: trove.EventUserMessage, Body: string(body)}}); err != nil {
+					return err
+				}
+				out := c.e.stdout
+				err = followEvents(k.ctx, k.svc, id, start, func(e trove.SessionEvent) error {
+					if c.json() {
+						m := map[string]any{}
+						_ = json.Unmarshal([]byte(e.Body), &m)
+						m["id"], m["type"], m["processed_at"] = e.ID, e.Type, fmtTime(e.ProcessedAt)
+						b, _ := json.Marshal(m)
+						fmt.Fprintf(out, "%s\n", b)
+					} else if line := chatLine(e); line != "" {
+						fmt.Fprintln(out, line)
+					}
+					if turnOver(e) {
+						return errTurnOver
+					}
+					return nil
+				})
+				if errors.Is(err, errTurnOver) {
+					return nil
+				}
+				return err
 			})
-			if errors.Is(err, errTurnOver) {
-				return nil
-			}
-			return err
 		},
 	}
 }

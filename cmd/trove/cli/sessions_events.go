@@ -16,46 +16,43 @@ func newSessionEventsCmd(c *clientCmd) *cobra.Command {
 		Short: "Show a session's transcript (its event log), oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			es, ok := k.svc.(trove.EventService)
-			if !ok {
-				return fmt.Errorf("this target has no session transcripts")
-			}
-			var all []trove.SessionEvent
-			p := trove.ListEventsParams{Limit: 100}
-			for {
-				page, err := es.ListEvents(k.ctx, args[0], p)
-				if trove.ErrorCode(err) == trove.ENOTFOUND {
-					return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", args[0])
+			return c.withConn(cmd, func(k *conn) error {
+				es, ok := k.svc.(trove.EventService)
+				if !ok {
+					return fmt.Errorf("this target has no session transcripts")
 				}
-				if err != nil {
-					return err
+				var all []trove.SessionEvent
+				p := trove.ListEventsParams{Limit: 100}
+				for {
+					page, err := es.ListEvents(k.ctx, args[0], p)
+					if trove.ErrorCode(err) == trove.ENOTFOUND {
+						return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", args[0])
+					}
+					if err != nil {
+						return err
+					}
+					all = append(all, page.Data...)
+					if page.NextPage == "" {
+						break
+					}
+					p.Cursor = page.NextPage
 				}
-				all = append(all, page.Data...)
-				if page.NextPage == "" {
-					break
+				if c.json() {
+					data := make([]any, len(all))
+					for i, e := range all {
+						m := map[string]any{}
+						_ = json.Unmarshal([]byte(e.Body), &m)
+						m["id"], m["type"], m["processed_at"] = e.ID, e.Type, fmtTime(e.ProcessedAt)
+						data[i] = m
+					}
+					return c.printJSON(map[string]any{"data": data, "next_page": nil})
 				}
-				p.Cursor = page.NextPage
-			}
-			if c.json() {
-				data := make([]any, len(all))
+				rows := make([][]string, len(all))
 				for i, e := range all {
-					m := map[string]any{}
-					_ = json.Unmarshal([]byte(e.Body), &m)
-					m["id"], m["type"], m["processed_at"] = e.ID, e.Type, fmtTime(e.ProcessedAt)
-					data[i] = m
+					rows[i] = []string{fmtTime(e.ProcessedAt), e.Type, truncateText(e.Body, 120)}
 				}
-				return c.printJSON(map[string]any{"data": data, "next_page": nil})
-			}
-			rows := make([][]string, len(all))
-			for i, e := range all {
-				rows[i] = []string{fmtTime(e.ProcessedAt), e.Type, truncateText(e.Body, 120)}
-			}
-			return c.table([]string{"TIME", "TYPE", "EVENT"}, rows)
+				return c.table([]string{"TIME", "TYPE", "EVENT"}, rows)
+			})
 		},
 	}
 }

@@ -32,45 +32,42 @@ content; a side that was redacted shows no text. With -o json it prints
 				return err
 			}
 		}
-		k, st, err := c.openStore(cmd, args[0])
-		if err != nil {
-			return err
-		}
-		defer k.close()
-		h, err := k.history()
-		if err != nil {
-			return err
-		}
-		// The server pages a diff (bounded answers); the command shows it
-		// whole.
-		d, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{From: from, To: to, Limit: trove.MaxDiffPageSize})
-		if err != nil {
-			return err
-		}
-		for next := d.NextPage; next != ""; {
-			pg, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{Limit: trove.MaxDiffPageSize, Cursor: next})
+		return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+			h, err := k.history()
 			if err != nil {
 				return err
 			}
-			d.Changes = append(d.Changes, pg.Changes...)
-			next = pg.NextPage
-		}
-		d.NextPage = ""
-		if c.json() {
-			return c.printJSON(httpapi.WireStoreDiff(d))
-		}
-		if len(d.Changes) == 0 {
-			fmt.Fprintf(c.e.stdout, "no changes in store %q between version %d and version %d\n", st.Name, d.FromSeq, d.ToSeq)
-			return nil
-		}
-		fmt.Fprintf(c.e.stdout, "store %q from version %d to version %d: %d %s\n", st.Name, d.FromSeq, d.ToSeq, len(d.Changes), plural(len(d.Changes), "change", "changes"))
-		for _, ch := range d.Changes {
-			fmt.Fprintln(c.e.stdout, diffHeadline(ch))
-			if ch.Patch != "" {
-				fmt.Fprint(c.e.stdout, ch.Patch)
+			// The server pages a diff (bounded answers); the command shows it
+			// whole.
+			d, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{From: from, To: to, Limit: trove.MaxDiffPageSize})
+			if err != nil {
+				return err
 			}
-		}
-		return nil
+			for next := d.NextPage; next != ""; {
+				pg, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{Limit: trove.MaxDiffPageSize, Cursor: next})
+				if err != nil {
+					return err
+				}
+				d.Changes = append(d.Changes, pg.Changes...)
+				next = pg.NextPage
+			}
+			d.NextPage = ""
+			if c.json() {
+				return c.printJSON(httpapi.WireStoreDiff(d))
+			}
+			if len(d.Changes) == 0 {
+				fmt.Fprintf(c.e.stdout, "no changes in store %q between version %d and version %d\n", st.Name, d.FromSeq, d.ToSeq)
+				return nil
+			}
+			fmt.Fprintf(c.e.stdout, "store %q from version %d to version %d: %d %s\n", st.Name, d.FromSeq, d.ToSeq, len(d.Changes), plural(len(d.Changes), "change", "changes"))
+			for _, ch := range d.Changes {
+				fmt.Fprintln(c.e.stdout, diffHeadline(ch))
+				if ch.Patch != "" {
+					fmt.Fprint(c.e.stdout, ch.Patch)
+				}
+			}
+			return nil
+		})
 	}
 	return cmd
 }

@@ -16,95 +16,94 @@ func newStoresCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}
 	cmd := c.group("stores", "List, create, read, update, archive and delete memory stores",
 		"A store is given by name or by ID (memstore_…) everywhere.")
+	cmd.AddCommand(c.storesListCmd(), c.storesCreateCmd(), c.storesGetCmd(), c.storesUpdateCmd(),
+		c.storesArchiveCmd(), c.storesDeleteCmd(), c.forkCmd())
+	return cmd
+}
 
+func (c *clientCmd) storesListCmd() *cobra.Command {
 	var archived bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the workspace's stores, newest first",
-		Args:  cobra.NoArgs,
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the workspace's stores, newest first",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			var all []trove.Store
-			cursor := ""
-			for {
-				page, err := k.svc.ListStores(k.ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: archived})
+			return c.withConn(cmd, func(k *conn) error {
+				all, err := listAllStores(k.ctx, k.svc, archived)
 				if err != nil {
 					return err
 				}
-				all = append(all, page.Data...)
-				if page.NextPage == "" {
-					break
+				if c.json() {
+					return c.printJSON(wirePage(all, func(s trove.Store) any { return httpapi.WireStore(&s) }))
 				}
-				cursor = page.NextPage
-			}
-			if c.json() {
-				return c.printJSON(wirePage(all, func(s trove.Store) any { return httpapi.WireStore(&s) }))
-			}
-			rows := make([][]string, len(all))
-			for i, s := range all {
-				rows[i] = []string{s.ID, s.Name, fmtTime(s.CreatedAt), fmtTimePtr(s.ArchivedAt), orDash(s.Description)}
-			}
-			return c.table([]string{"ID", "NAME", "CREATED", "ARCHIVED", "DESCRIPTION"}, rows)
+				rows := make([][]string, len(all))
+				for i, s := range all {
+					rows[i] = []string{s.ID, s.Name, fmtTime(s.CreatedAt), fmtTimePtr(s.ArchivedAt), orDash(s.Description)}
+				}
+				return c.table([]string{"ID", "NAME", "CREATED", "ARCHIVED", "DESCRIPTION"}, rows)
+			})
 		},
 	}
-	list.Flags().BoolVar(&archived, "archived", false, "include archived stores")
+	cmd.Flags().BoolVar(&archived, "archived", false, "include archived stores")
+	return cmd
+}
 
-	var desc string
+func (c *clientCmd) storesCreateCmd() *cobra.Command {
+	var name, desc string
 	var meta []string
 	var allowDup bool
-	create := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "create NAME [--description TEXT] [--metadata KEY=VALUE …] [--allow-duplicate-name]",
-		Short: "Create a store (refused when a live store already has the name)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Create a store (the name positional or as --name; refused when a live store already has it)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := nameArg(cmd, args, name)
+			if err != nil {
+				return err
+			}
 			md, err := parseMetadata(meta, false)
 			if err != nil {
 				return err
 			}
-			k, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			p := trove.CreateStoreParams{Name: args[0], Description: desc, Metadata: map[string]string{}}
-			for key, v := range md {
-				p.Metadata[key] = *v
-			}
-			if err := checkStoreName(k, p.Name, allowDup); err != nil {
-				return err
-			}
-			st, err := k.svc.CreateStore(k.ctx, p)
-			if err != nil {
-				return err
-			}
-			return c.showStore(st)
+			return c.withConn(cmd, func(k *conn) error {
+				p := trove.CreateStoreParams{Name: n, Description: desc, Metadata: map[string]string{}}
+				for key, v := range md {
+					p.Metadata[key] = *v
+				}
+				if err := checkStoreName(k, p.Name, allowDup); err != nil {
+					return err
+				}
+				st, err := k.svc.CreateStore(k.ctx, p)
+				if err != nil {
+					return err
+				}
+				return c.showStore(st)
+			})
 		},
 	}
-	create.Flags().BoolVar(&allowDup, "allow-duplicate-name", false, "create the store although a live store already has this name")
-	create.Flags().StringVar(&desc, "description", "", "what the store holds")
-	create.Flags().StringArrayVar(&meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
+	cmd.Flags().BoolVar(&allowDup, "allow-duplicate-name", false, "create the store although a live store already has this name")
+	cmd.Flags().StringVar(&name, "name", "", "the store's name (or give it as NAME)")
+	cmd.Flags().StringVar(&desc, "description", "", "what the store holds")
+	cmd.Flags().StringArrayVar(&meta, "metadata", nil, "KEY=VALUE metadata (repeatable)")
+	return cmd
+}
 
-	get := &cobra.Command{
+func (c *clientCmd) storesGetCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "get STORE",
 		Short: "Show a store",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			return c.showStore(st)
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error { return c.showStore(st) })
 		},
 	}
+}
 
+func (c *clientCmd) storesUpdateCmd() *cobra.Command {
 	var newName, newDesc string
 	var patch []string
-	update := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "update STORE [--name NAME] [--description TEXT] [--metadata KEY=VALUE | KEY= …]",
 		Short: "Rename a store, change its description or metadata (KEY= removes a key)",
 		Args:  cobra.ExactArgs(1),
@@ -124,67 +123,69 @@ func newStoresCmd(e *env) *cobra.Command {
 				p.Metadata = md
 			}
 			if p.Name == nil && p.Description == nil && p.Metadata == nil {
-				return &exitError{code: exitUsage, err: withUsage(cmd, "stores update: nothing to change: give --name, --description or --metadata")}
+				return commandUsageError(cmd, "stores update: nothing to change: give --name, --description or --metadata")
 			}
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			if st, err = k.svc.UpdateStore(k.ctx, st.ID, p); err != nil {
-				return err
-			}
-			return c.showStore(st)
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				st, err := k.svc.UpdateStore(k.ctx, st.ID, p)
+				if err != nil {
+					return err
+				}
+				return c.showStore(st)
+			})
 		},
 	}
-	update.Flags().StringVar(&newName, "name", "", "new name")
-	update.Flags().StringVar(&newDesc, "description", "", "new description")
-	update.Flags().StringArrayVar(&patch, "metadata", nil, "KEY=VALUE sets a key, KEY= removes it (repeatable)")
+	cmd.Flags().StringVar(&newName, "name", "", "new name")
+	cmd.Flags().StringVar(&newDesc, "description", "", "new description")
+	cmd.Flags().StringArrayVar(&patch, "metadata", nil, "KEY=VALUE sets a key, KEY= removes it (repeatable)")
+	return cmd
+}
 
-	archive := &cobra.Command{
-		Use:   "archive STORE",
-		Short: "Archive a store: its memories stay readable, nothing can be written (one-way)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			if st, err = k.svc.ArchiveStore(k.ctx, st.ID); err != nil {
-				return err
-			}
-			return c.showStore(st)
-		},
-	}
-
+func (c *clientCmd) storesArchiveCmd() *cobra.Command {
 	var yes bool
-	del := &cobra.Command{
-		Use:   "delete STORE --yes",
-		Short: "Delete a store with all its memories and versions (cannot be undone)",
+	cmd := &cobra.Command{
+		Use:   "archive STORE --yes",
+		Short: "Archive a store: its memories stay readable, nothing can be written (one-way; asks first)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !yes {
-				return &exitError{code: exitUsage, err: withUsage(cmd, fmt.Sprintf("stores delete: deleting %s removes every memory and version in it for good; add --yes to confirm", args[0]))}
-			}
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			if err := k.svc.DeleteStore(k.ctx, st.ID); err != nil {
-				return err
-			}
-			if c.json() {
-				return c.printJSON(httpapi.WireDeleted(st.ID, "memory_store_deleted"))
-			}
-			fmt.Fprintf(e.stdout, "deleted store %s (%s)\n", st.ID, st.Name)
-			return nil
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				if err := confirm(c.e, cmd, yes, fmt.Sprintf("archiving store %q (%s) is one-way: nothing can be written to it afterwards", st.Name, st.ID)); err != nil {
+					return err
+				}
+				st, err := k.svc.ArchiveStore(k.ctx, st.ID)
+				if err != nil {
+					return err
+				}
+				return c.showStore(st)
+			})
 		},
 	}
-	del.Flags().BoolVar(&yes, "yes", false, "confirm the deletion")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "confirm the archiving (needed without a terminal)")
+	return cmd
+}
 
-	cmd.AddCommand(list, create, get, update, archive, del, c.forkCmd())
+func (c *clientCmd) storesDeleteCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete STORE --yes",
+		Short: "Delete a store with all its memories and versions (cannot be undone; asks first)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				if err := confirm(c.e, cmd, yes, fmt.Sprintf("deleting store %q (%s) removes every memory and version in it for good", st.Name, st.ID)); err != nil {
+					return err
+				}
+				if err := k.svc.DeleteStore(k.ctx, st.ID); err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireDeleted(st.ID, "memory_store_deleted"))
+				}
+				fmt.Fprintf(c.e.stdout, "deleted store %s (%s)\n", st.ID, st.Name)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "confirm the deletion (needed without a terminal)")
 	return cmd
 }
 
@@ -207,31 +208,28 @@ writes to either store do not affect the other.`,
 			if err != nil {
 				return err
 			}
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			h, err := k.history()
-			if err != nil {
-				return err
-			}
-			if err := checkStoreName(k, args[1], allowDup); err != nil {
-				return err
-			}
-			r, err := h.ForkStore(k.ctx, st.ID, trove.ForkStoreParams{Name: args[1], Description: desc, AsOf: at})
-			if err != nil {
-				return err
-			}
-			if c.json() {
-				return c.printJSON(httpapi.WireForkResult(r))
-			}
-			fmt.Fprintf(c.e.stdout, "forked store %q (%s) as of version %d into %q (%s): %d %s copied\n",
-				st.Name, st.ID, r.Seq, r.Store.Name, r.Store.ID, r.Copied, plural(r.Copied, "memory", "memories"))
-			for _, id := range r.Skipped {
-				fmt.Fprintf(c.e.stdout, "  not copied: memory %s (its version then is redacted)\n", id)
-			}
-			return nil
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				h, err := k.history()
+				if err != nil {
+					return err
+				}
+				if err := checkStoreName(k, args[1], allowDup); err != nil {
+					return err
+				}
+				r, err := h.ForkStore(k.ctx, st.ID, trove.ForkStoreParams{Name: args[1], Description: desc, AsOf: at})
+				if err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireForkResult(r))
+				}
+				fmt.Fprintf(c.e.stdout, "forked store %q (%s) as of version %d into %q (%s): %d %s copied\n",
+					st.Name, st.ID, r.Seq, r.Store.Name, r.Store.ID, r.Copied, plural(r.Copied, "memory", "memories"))
+				for _, id := range r.Skipped {
+					fmt.Fprintf(c.e.stdout, "  not copied: memory %s (its version then is redacted)\n", id)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&asOf, "as-of", "", "fork the store as it was at this moment (default now)")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -20,18 +19,18 @@ import (
 	"github.com/trovehq/trove/syncer"
 )
 
+// syncFlags are sync's flags.
+type syncFlags struct {
+	sf              storeFlags
+	store, dir      string
+	state           string
+	interval, grace time.Duration
+	once, verbose   bool
+	maxDel          int
+}
+
 func newSyncCmd(e *env) *cobra.Command {
-	var (
-		sf       storeFlags
-		store    string
-		dir      string
-		state    string
-		interval time.Duration
-		once     bool
-		verbose  bool
-		grace    time.Duration
-		maxDel   int
-	)
+	var o syncFlags
 	cmd := &cobra.Command{
 		Use:   "sync --store NAME_OR_ID[:ro] --dir DIR",
 		Short: "Keep a local directory and a memory store in sync",
@@ -57,78 +56,74 @@ Runs until SIGINT/SIGTERM, then makes a final pass. --once makes one pass
 (deletes are not delayed) and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if store == "" || dir == "" {
-				return &exitError{code: 2, err: fmt.Errorf("sync: --store and --dir are required")}
+			if o.store == "" || o.dir == "" {
+				return usageError("sync: --store and --dir are required")
 			}
-			ref, readOnly, err := parseStoreRef(store)
+			ref, readOnly, err := parseStoreRef(o.store)
 			if err != nil {
 				return err
 			}
-			ctx := e.ctx
-			svc, p, closeFn, err := sf.openServices(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			if p != nil {
-				ctx = trove.WithPrincipal(ctx, p)
-			}
-			st, err := findStore(ctx, svc, ref)
-			if err != nil {
-				return err
-			}
-			absDir, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			if state == "" {
-				state = defaultSyncState(st.ID, absDir)
-			}
-			notices := sessionrun.NewNotices(filepath.Join(state, sessionrun.NoticesName))
-			report := func(r *syncer.Report, err error, always bool) {
-				printReport(e.stderr, r, err, always)
-				notices.Pass(st.Name, r)
-			}
-			eng, err := syncer.New(syncer.Options{
-				Services: svc, StoreID: st.ID, Dir: absDir, StateDir: state, ReadOnly: readOnly,
-				Interval: interval, Logger: cliLogger(e.stderr, verbose),
-				DeleteGrace: grace, MaxDeletes: maxDel,
-				OnPass: func(r *syncer.Report, err error) { report(r, err, false) },
+			return withStore(e.ctx, cmd, &o.sf, ref, writeStore, func(k *conn, st *trove.Store) error {
+				return runSync(e, k, st, &o, readOnly)
 			})
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			mode := trove.AccessReadWrite
-			if readOnly {
-				mode = trove.AccessReadOnly
-			}
-			fmt.Fprintf(e.stderr, "syncing %s with store %q (%s, %s); state in %s\n", absDir, st.Name, st.ID, mode, state)
-			if once {
-				rep, err := eng.Flush(ctx)
-				report(rep, err, true)
-				if err == nil && rep != nil && len(rep.Unrepresentable) > 0 {
-					return &exitError{code: 1, err: fmt.Errorf("sync: %d store paths cannot be local files and were not synced (listed in %s)", len(rep.Unrepresentable), notices.Path())}
-				}
-				return err
-			}
-			if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
-				return err
-			}
-			return nil
 		},
 	}
-	sf.register(cmd)
+	o.sf.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&store, "store", "", "store name or ID; append :ro to never upload (read-only)")
-	f.StringVar(&dir, "dir", "", "the local directory to sync (created if missing)")
-	f.StringVar(&state, "state", "", "state directory for the manifest and base copies, outside --dir (default $XDG_STATE_HOME/trove/sync/<store>-<dir hash>)")
-	f.DurationVar(&interval, "interval", syncer.DefaultInterval, "longest time between passes while the store's change feed or file watching is unavailable (store and file changes trigger passes at once); negative: only on changes")
-	f.BoolVar(&once, "once", false, "make one pass and exit")
-	f.DurationVar(&grace, "delete-grace", syncer.DefaultDeleteGrace, "how long a deleted local file must stay gone before its memory is deleted")
-	f.IntVar(&maxDel, "max-deletes", 0, "memories deleted per pass at most (0: a quarter of the files, 8 to 50; negative: never delete from the store)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log every action")
+	f.StringVar(&o.store, "store", "", "store name or ID; append :ro to never upload (read-only)")
+	f.StringVar(&o.dir, "dir", "", "the local directory to sync (created if missing)")
+	f.StringVar(&o.state, "state", "", "state directory for the manifest and base copies, outside --dir (default $XDG_STATE_HOME/trove/sync/<store>-<dir hash>)")
+	f.DurationVar(&o.interval, "interval", syncer.DefaultInterval, "longest time between passes while the store's change feed or file watching is unavailable (store and file changes trigger passes at once); negative: only on changes")
+	f.BoolVar(&o.once, "once", false, "make one pass and exit")
+	f.DurationVar(&o.grace, "delete-grace", syncer.DefaultDeleteGrace, "how long a deleted local file must stay gone before its memory is deleted")
+	f.IntVar(&o.maxDel, "max-deletes", 0, "memories deleted per pass at most (0: a quarter of the files, 8 to 50; negative: never delete from the store)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "log every action")
 	return cmd
+}
+
+// runSync syncs o.dir with the store st of k: one pass with o.once, else
+// until the command's context ends.
+func runSync(e *env, k *conn, st *trove.Store, o *syncFlags, readOnly bool) error {
+	absDir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return err
+	}
+	state := o.state
+	if state == "" {
+		state = defaultSyncState(st.ID, absDir)
+	}
+	notices := sessionrun.NewNotices(filepath.Join(state, sessionrun.NoticesName))
+	report := func(r *syncer.Report, err error, always bool) {
+		printReport(e.stderr, r, err, always)
+		notices.Pass(st.Name, r)
+	}
+	eng, err := syncer.New(syncer.Options{
+		Services: k.svc, StoreID: st.ID, Dir: absDir, StateDir: state, ReadOnly: readOnly,
+		Interval: o.interval, Logger: cliLogger(e.stderr, o.verbose),
+		DeleteGrace: o.grace, MaxDeletes: o.maxDel,
+		OnPass: func(r *syncer.Report, err error) { report(r, err, false) },
+	})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	mode := trove.AccessReadWrite
+	if readOnly {
+		mode = trove.AccessReadOnly
+	}
+	fmt.Fprintf(e.stderr, "syncing %s with store %q (%s, %s); state in %s\n", absDir, st.Name, st.ID, mode, state)
+	if o.once {
+		rep, err := eng.Flush(k.ctx)
+		report(rep, err, true)
+		if err == nil && rep != nil && len(rep.Unrepresentable) > 0 {
+			return &exitError{code: exitFailed, err: fmt.Errorf("sync: %d store paths cannot be local files and were not synced (listed in %s)", len(rep.Unrepresentable), notices.Path())}
+		}
+		return err
+	}
+	if err := eng.Run(k.ctx); err != nil && k.ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // parseStoreRef splits "NAME_OR_ID[:ro|:rw]".
@@ -143,18 +138,9 @@ func parseStoreRef(s string) (ref string, readOnly bool, err error) {
 		}
 	}
 	if ref == "" {
-		return "", false, &exitError{code: 2, err: fmt.Errorf("empty store name in %q", s)}
+		return "", false, &exitError{code: exitUsage, err: fmt.Errorf("empty store name in %q", s)}
 	}
 	return ref, readOnly, nil
-}
-
-// findStore resolves one store by ID or exact name (see resolveStores).
-func findStore(ctx context.Context, svc trove.Services, ref string) (*trove.Store, error) {
-	stores, _, err := resolveStores(ctx, svc, []string{ref})
-	if err != nil {
-		return nil, err
-	}
-	return &stores[0], nil
 }
 
 // defaultSyncState is $XDG_STATE_HOME/trove/sync/<store>-<hash of dir>, or
@@ -199,7 +185,7 @@ func printReport(w io.Writer, r *syncer.Report, err error, always bool) {
 	}
 	sort.Strings(parts)
 	if len(r.PendingDeletes) > 0 {
-		parts = append(parts, fmt.Sprintf("%d deletes waiting", len(r.PendingDeletes)))
+		parts = append(parts, count(len(r.PendingDeletes), "delete", "deletes")+" waiting")
 	}
 	did := len(parts) > 0
 	if did || always {

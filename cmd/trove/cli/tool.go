@@ -114,10 +114,10 @@ func (g *guardFlags) register(cmd *cobra.Command) {
 // the message.
 func (g *guardFlags) validate(cmd string) error {
 	if g.maxFileSize < 1 {
-		return &exitError{code: 2, err: fmt.Errorf("%s: --max-file-size must be at least 1 byte, got %d", cmd, g.maxFileSize)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: --max-file-size must be at least 1 byte, got %d", cmd, g.maxFileSize)}
 	}
 	if g.expireAfter < 0 {
-		return &exitError{code: 2, err: fmt.Errorf("%s: --expire-after must be a positive duration such as 720h, got %s", cmd, g.expireAfter)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: --expire-after must be a positive duration such as 720h, got %s", cmd, g.expireAfter)}
 	}
 	return nil
 }

@@ -314,7 +314,7 @@ func gunzipFile(t testing.TB, src string) []byte {
 	return b
 }
 
-func writeJSON(t testing.TB, path string, v any) {
+func writeUpgradeJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
@@ -377,7 +377,7 @@ func generateUpgrade(t *testing.T, dir string) {
 				key := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(data, "api_key")))))
 				c := &upgradeClient{t: t, url: url, key: key}
 				fillUpgrade(c)
-				writeJSON(t, filepath.Join(out, "expect-sqlite.json"), snapshotUpgrade(c))
+				writeUpgradeJSON(t, filepath.Join(out, "expect-sqlite.json"), snapshotUpgrade(c))
 				os.WriteFile(filepath.Join(out, "api_key-sqlite"), []byte(key+"\n"), 0o644)
 				// A copy of the database through SQLite's own backup path
 				// (VACUUM INTO) while the server runs: one file, WAL folded.
@@ -396,7 +396,7 @@ func generateUpgrade(t *testing.T, dir string) {
 			key := upgradeKey(t, bin, data, pgSchemaURL(t, pg, upgradeSrcSchema))
 			c := &upgradeClient{t: t, url: url, key: key}
 			fillUpgrade(c)
-			writeJSON(t, filepath.Join(out, "expect-postgres.json"), snapshotUpgrade(c))
+			writeUpgradeJSON(t, filepath.Join(out, "expect-postgres.json"), snapshotUpgrade(c))
 			os.WriteFile(filepath.Join(out, "api_key-postgres"), []byte(key+"\n"), 0o644)
 			dump, err := exec.Command("pg_dump", "--schema="+upgradeSrcSchema, "--inserts", "--no-owner", "--no-privileges", pg).Output()
 			if err != nil {

@@ -51,13 +51,27 @@ var Version = sync.OnceValue(func() string {
 })
 
 func newVersionCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
+	var out output
+	cmd := &cobra.Command{
+		Use:   "version [-o table|json]",
 		Short: "Print trove's version (also trove --version)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			if out.json() {
+				return writeJSON(e.stdout, struct {
+					Version string `json:"version"`
+					Go      string `json:"go"`
+					OS      string `json:"os"`
+					Arch    string `json:"arch"`
+				}{Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH})
+			}
 			fmt.Fprintf(e.stdout, "trove %s (%s %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil
 		},
 	}
+	out.register(cmd.Flags())
+	return cmd
 }

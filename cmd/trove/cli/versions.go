@@ -14,52 +14,68 @@ func newVersionsCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}
 	cmd := c.group("versions", "Read and redact memory versions",
 		"Every write of a memory is an immutable version (memver_…); trove memories history lists them.")
-	get := &cobra.Command{
+	cmd.AddCommand(c.versionsGetCmd(), c.versionsRedactCmd())
+	return cmd
+}
+
+func (c *clientCmd) versionsGetCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "get STORE VERSION",
 		Short: "Show a version and its content",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			v, err := getVersion(k, st, args[1])
-			if err != nil {
-				return err
-			}
-			return c.showVersion(v)
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				v, err := getVersion(k, st, args[1])
+				if err != nil {
+					return err
+				}
+				return c.showVersion(v)
+			})
 		},
 	}
-	redact := &cobra.Command{
-		Use:   "redact STORE VERSION",
-		Short: "Erase a version's path and content for good, keeping who changed what and when",
+}
+
+func (c *clientCmd) versionsRedactCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "redact STORE VERSION --yes",
+		Short: "Erase a version's path and content for good, keeping who changed what and when (asks first)",
 		Long: `redact erases the content, path, size and hash of a version; the record of
-the operation, its actor and time stays. The current version of a live
-memory cannot be redacted: write or delete the memory first.`,
+the operation, its actor and time stays. It cannot be undone: without a
+terminal it needs --yes. The current version of a live memory cannot be
+redacted: write or delete the memory first.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, st, err := c.openStore(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			v, err := k.svc.RedactVersion(k.ctx, st.ID, args[1])
-			if trove.ErrorCode(err) == trove.ENOTFOUND {
-				err = trove.Errorf(trove.ENOTFOUND, "no version %s in store %q (see trove memories history)", args[1], st.Name)
-			}
-			if err != nil {
-				return err
-			}
-			if c.json() {
-				return c.printJSON(httpapi.WireVersion(v))
-			}
-			fmt.Fprintf(e.stdout, "redacted %s\n", v.ID)
-			return nil
+			return c.withStore(cmd, args[0], func(k *conn, st *trove.Store) error {
+				v, err := getVersion(k, st, args[1])
+				if err != nil {
+					return err
+				}
+				what := fmt.Sprintf("redacting version %s of %s erases its content for good", v.ID, orDash(deref(v.Path)))
+				if err := confirm(c.e, cmd, yes, what); err != nil {
+					return err
+				}
+				if v, err = k.svc.RedactVersion(k.ctx, st.ID, v.ID); err != nil {
+					return err
+				}
+				if c.json() {
+					return c.printJSON(httpapi.WireVersion(v))
+				}
+				fmt.Fprintf(c.e.stdout, "redacted %s\n", v.ID)
+				return nil
+			})
 		},
 	}
-	cmd.AddCommand(get, redact)
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "confirm the redaction (needed without a terminal)")
 	return cmd
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // showVersion prints a version's fields and then its content, or its JSON.

@@ -12,16 +12,13 @@ import (
 )
 
 func (c *clientCmd) withWebhooks(cmd *cobra.Command, f func(k *conn, ws trove.WebhookService) error) error {
-	k, err := c.open(cmd)
-	if err != nil {
-		return err
-	}
-	defer k.close()
-	ws, ok := k.svc.(trove.WebhookService)
-	if !ok {
-		return fmt.Errorf("this target has no webhooks")
-	}
-	return f(k, ws)
+	return c.withConn(cmd, func(k *conn) error {
+		ws, ok := k.svc.(trove.WebhookService)
+		if !ok {
+			return fmt.Errorf("this target has no webhooks")
+		}
+		return f(k, ws)
+	})
 }
 
 func newWebhooksCmd(e *env) *cobra.Command {

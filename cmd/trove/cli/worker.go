@@ -67,12 +67,7 @@ mount paths and in the paths and commands of the agent's tool calls.`,
 			if err != nil {
 				return err
 			}
-			if workdir == "" {
-				if workdir, err = os.Getwd(); err != nil {
-					return err
-				}
-			}
-			if workdir, err = filepath.Abs(workdir); err != nil {
+			if workdir, err = workerWorkdir(workdir); err != nil {
 				return err
 			}
 			root := filepath.Clean(mountRoot)
@@ -84,23 +79,7 @@ mount paths and in the paths and commands of the agent's tool calls.`,
 				level = slog.LevelInfo
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-			opts := []option.RequestOption{option.WithBaseURL(base), option.WithAPIKey("unused")}
-			var toolsFunc func(*agenttoolset.AgentToolContext) []anthropic.BetaTool
-			if root != defaultMountRoot {
-				m := mountMap{from: defaultMountRoot + "/", to: root + "/"}
-				opts = append(opts, option.WithMiddleware(m.middleware))
-				toolsFunc = func(env *agenttoolset.AgentToolContext) []anthropic.BetaTool {
-					tools := agenttoolset.BetaAgentToolset20260401(env)
-					for i, t := range tools {
-						tools[i] = &mappedTool{BetaTool: t, m: m}
-					}
-					return tools
-				}
-			}
-			if leaseTTL > 0 {
-				opts = append(opts, option.WithMiddleware(desiredTTL(leaseTTL)))
-			}
-			client := anthropic.NewClient(opts...)
+			client, toolsFunc := workerClient(base, root, leaseTTL)
 			wo := environments.EnvironmentWorkerOptions{
 				EnvironmentID:  envID,
 				EnvironmentKey: k,
@@ -135,6 +114,43 @@ mount paths and in the paths and commands of the agent's tool calls.`,
 }
 
 const environmentsDefaultMaxIdle = anthropic.DefaultMaxIdle
+
+// workerWorkdir is the tools' working directory: dir, else the current
+// one, made absolute.
+func workerWorkdir(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	return filepath.Abs(dir)
+}
+
+// workerClient is the SDK client of the worker polling base: with a mount
+// root other than /mnt/memory, the session's mount paths and the agent's
+// tool calls are mapped to it (and the toolset's tools with them); with
+// leaseTTL, each heartbeat asks for that lease.
+func workerClient(base, root string, leaseTTL time.Duration) (anthropic.Client, func(*agenttoolset.AgentToolContext) []anthropic.BetaTool) {
+	opts := []option.RequestOption{option.WithBaseURL(base), option.WithAPIKey("unused")}
+	var toolsFunc func(*agenttoolset.AgentToolContext) []anthropic.BetaTool
+	if root != defaultMountRoot {
+		m := mountMap{from: defaultMountRoot + "/", to: root + "/"}
+		opts = append(opts, option.WithMiddleware(m.middleware))
+		toolsFunc = func(env *agenttoolset.AgentToolContext) []anthropic.BetaTool {
+			tools := agenttoolset.BetaAgentToolset20260401(env)
+			for i, t := range tools {
+				tools[i] = &mappedTool{BetaTool: t, m: m}
+			}
+			return tools
+		}
+	}
+	if leaseTTL > 0 {
+		opts = append(opts, option.WithMiddleware(desiredTTL(leaseTTL)))
+	}
+	return anthropic.NewClient(opts...), toolsFunc
+}
 
 // workerURL is the server the worker polls: flag, TROVE_URL, trove login.
 func workerURL(flag string) (string, error) {
