@@ -255,8 +255,9 @@ func (d *decoder) value(c *storage.BackupColumn) (any, error) {
 	if err != nil {
 		return nil, d.readError(err)
 	}
+	kind := tok.Kind()
 	bad := func() (any, error) {
-		return nil, errCorrupt("table %s, row %d: column %s holds %s, not a %s", d.plan.hdr.Name, d.done+1, c.Name, tok.Kind(), c.Type)
+		return nil, errCorrupt("table %s, row %d: column %s holds %s, not a %s", d.plan.hdr.Name, d.done+1, c.Name, kind, c.Type)
 	}
 	if tok.Kind() == 'n' {
 		if !c.Null {
@@ -270,19 +271,21 @@ func (d *decoder) value(c *storage.BackupColumn) (any, error) {
 		case '"':
 			return tok.String(), nil
 		case '{':
+			// A Token is valid until the next read: take its text at once.
 			k, err := d.token('"')
 			if err != nil {
 				return nil, err
 			}
+			key := k.String()
 			s, err := d.token('"')
 			if err != nil {
 				return nil, err
 			}
+			b, derr := base64.StdEncoding.DecodeString(s.String())
 			if _, err := d.token('}'); err != nil {
 				return nil, err
 			}
-			b, derr := base64.StdEncoding.DecodeString(s.String())
-			if k.String() != "base64" || derr != nil {
+			if key != "base64" || derr != nil {
 				return bad()
 			}
 			return string(b), nil
@@ -361,11 +364,12 @@ func (d *decoder) end(h *Header) error {
 	if err != nil {
 		return err
 	}
+	key := k.String() // a Token is valid until the next read
 	n, err := d.token('0')
 	if err != nil {
 		return err
 	}
-	if rows, ierr := n.Int(); k.String() != "rows" || ierr != nil || rows != h.Rows() {
+	if rows, ierr := n.Int(); key != "rows" || ierr != nil || rows != h.Rows() {
 		return errCorrupt("the end line does not match the header")
 	}
 	if _, err := d.token('}'); err != nil {

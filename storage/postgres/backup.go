@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +78,8 @@ func readSchema(ctx context.Context, q interface {
 // takes), one SELECT per table in primary-key order, rows streamed from the
 // server as they are read.
 func (db *DB) Dump(ctx context.Context, w storage.DumpWriter) error {
-	return db.withConn(ctx, func(pc *pgxpool.Conn) error {
+	return db.withConn(ctx, func(pc *pgxpool.Conn) (err error) {
+		defer recoverTo(&err)
 		tx, err := pc.Conn().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 		if err != nil {
 			return &beginError{err: translate(err), retry: pc.Conn().IsClosed()}
@@ -131,6 +133,7 @@ func (db *DB) endTx(pc *pgxpool.Conn, tx pgx.Tx) {
 func dumpTable(ctx context.Context, tx pgx.Tx, s *pgSchema, t *storage.BackupTable, w storage.DumpWriter) error {
 	sel := make([]string, len(t.Columns))
 	dest := make([]any, len(t.Columns))
+	jsonb := make([]bool, len(t.Columns))
 	for i, c := range t.Columns {
 		name := pgx.Identifier{columnName(t.Name, c.Name)}.Sanitize()
 		typ := s.types[t.Name+"."+c.Name]
@@ -139,8 +142,9 @@ func dumpTable(ctx context.Context, tx pgx.Tx, s *pgSchema, t *storage.BackupTab
 		case c.Type == storage.ColText && typ == "bytea", c.Type == storage.ColBytes:
 			dest[i] = new([]byte)
 		case c.Type == storage.ColText:
-			if typ != "text" {
-				sel[i] = name + "::text" // jsonb: its text, as stored
+			if typ == "jsonb" {
+				sel[i] = name + "::text"
+				jsonb[i] = true
 			}
 			dest[i] = new(*string)
 		case c.Type == storage.ColInt:
@@ -183,6 +187,11 @@ func dumpTable(ctx context.Context, tx pgx.Tx, s *pgSchema, t *storage.BackupTab
 			case **string:
 				if *d != nil {
 					v = **d
+					if jsonb[i] {
+						if v, err = canonicalJSON(**d); err != nil {
+							return fmt.Errorf("postgres: %s.%s: %w", t.Name, c.Name, err)
+						}
+					}
 				}
 			case **int64:
 				if *d != nil {
@@ -222,7 +231,8 @@ func dumpTable(ctx context.Context, tx pgx.Tx, s *pgSchema, t *storage.BackupTab
 // (trove.bulk_count, as in MemoryInsertBatch) and the stores' counters are
 // counted once at the end.
 func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
-	return db.withConn(ctx, func(pc *pgxpool.Conn) error {
+	return db.withConn(ctx, func(pc *pgxpool.Conn) (err error) {
+		defer recoverTo(&err)
 		tx, err := pc.Conn().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite})
 		if err != nil {
 			return &beginError{err: translate(err), retry: pc.Conn().IsClosed()}
@@ -336,3 +346,27 @@ func (s *copySource) Next() bool {
 
 func (s *copySource) Values() ([]any, error) { return s.vals, nil }
 func (s *copySource) Err() error             { return s.err }
+
+// canonicalJSON re-encodes JSON text the way the rest of Trove writes it
+// (encoding/json: compact, object keys sorted), so that a jsonb column,
+// which PostgreSQL keeps in its own order and spacing, dumps the same text
+// as the other driver's column.
+func canonicalJSON(s string) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// recoverTo turns a panic of the caller (a DumpWriter's, a load's source)
+// into an EINTERNAL error, so that the transaction ends and its
+// connection goes back to the pool.
+func recoverTo(err *error) {
+	if p := recover(); p != nil {
+		*err = &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+	}
+}

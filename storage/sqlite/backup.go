@@ -47,6 +47,7 @@ func backupSchema(ctx context.Context, q querier) (map[string][]string, error) {
 // read.
 func (db *DB) Dump(ctx context.Context, w storage.DumpWriter) error {
 	return db.withReader(ctx, func(rc *readConn) (healthy bool, err error) {
+		defer recoverTo(&err)
 		c := rc.c
 		if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
 			return false, translate(err)
@@ -197,13 +198,15 @@ func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
 		return db.errMigrate()
 	}
 	return db.submit(ctx, &writeReq{ctx: ctx, raw: func(_ context.Context, c *sql.Conn) (err error) {
+		defer recoverTo(&err) // runs after the rollback below: the committer goes on
 		bg := context.Background()
 		defer db.stores.reset()
 		if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
 			return translate(err)
 		}
+		committed := false
 		defer func() {
-			if err != nil {
+			if !committed {
 				if _, rerr := c.ExecContext(bg, "ROLLBACK"); rerr != nil {
 					db.log.Debug("sqlite: rollback of a load", "err", rerr)
 				}
@@ -235,6 +238,7 @@ func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
 		if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
 			return translate(err)
 		}
+		committed = true
 		return nil
 	}})
 }
@@ -278,5 +282,14 @@ func (l *loadTx) Insert(ctx context.Context, t *storage.BackupTable, next func()
 			return n, fmt.Errorf("%s row %d: %w", t.Name, n+1, translate(err))
 		}
 		n++
+	}
+}
+
+// recoverTo turns a panic of the caller (a DumpWriter's, a load's source)
+// into an EINTERNAL error: the read or write transaction ends and the
+// driver goes on.
+func recoverTo(err *error) {
+	if p := recover(); p != nil {
+		*err = &trove.Error{Code: trove.EINTERNAL, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
 	}
 }
