@@ -459,4 +459,3 @@ func TestRoundTripThroughPostgres(t *testing.T) {
 	sort.Strings(paths)
 	t.Logf("%d API answers compared, e.g. %s", len(want), strings.Join(paths[:3], ", "))
 }
-
