@@ -49,6 +49,7 @@ var forbidden = map[string][]string{
 	"internal/claudetest":  {"/..."},
 	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream"},
 	"internal/release":     {"/..."}, // the release builder; never linked into trove
+	"backup/...":           {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres", "/cmd"},
 }
 
 // testKits are conformance suites and test helpers that only tests may
