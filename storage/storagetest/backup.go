@@ -127,7 +127,7 @@ func LoadAll(ctx context.Context, d storage.Driver, src *Dump) error {
 				return err
 			}
 			if n != int64(len(rows)) {
-				return fmt.Errorf("Insert %s: %d rows, want %d", tb.Name, n, len(rows))
+				return fmt.Errorf("insert %s: %d rows, want %d", tb.Name, n, len(rows))
 			}
 		}
 		return nil
