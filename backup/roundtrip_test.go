@@ -326,8 +326,8 @@ func crawl(t *testing.T, d storage.Driver, key string) answers {
 				last = int(n)
 			}
 		}
-		if last == 0 {
-			t.Errorf("store %s: audit names no seq: %v", st, audit)
+		if last == 0 || audit["ok"] != true {
+			t.Errorf("store %s: audit verify = %v, want ok with a head seq", st, audit)
 		}
 		moments := times
 		for seq := 1; seq <= last; seq++ {
