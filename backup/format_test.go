@@ -11,6 +11,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/backup"
+	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/storagetest"
 )
@@ -20,10 +21,21 @@ import (
 // returns it with its backup.
 func writeBackup(t *testing.T) (storage.Driver, []byte) {
 	t.Helper()
+	return writeBackupOf(t, true)
+}
+
+// writeBackupOf is writeBackup, with the memory that is not UTF-8 only
+// when binary (PostgreSQL cannot index it: its search column reads
+// content as UTF-8, so such a backup is refused there).
+func writeBackupOf(t *testing.T, binary bool) (storage.Driver, []byte) {
+	t.Helper()
 	src := openSQLite(t)
 	stores := storagetest.FillDeployment(t, src)
 	bad := "\xff\xfe not UTF-8 \x00"
 	err := src.Write(context.Background(), func(tx storage.Tx) error {
+		if !binary {
+			return nil
+		}
 		return tx.MemoryInsert(context.Background(), &trove.Memory{ID: "mem_binary", StoreID: stores[0].ID, Path: "/bin.dat", Content: &bad,
 			SizeBytes: len(bad), SHA256: "x", VersionID: "memver_binary", CreatedAt: stores[0].CreatedAt, UpdatedAt: stores[0].CreatedAt})
 	})
@@ -221,3 +233,57 @@ func TestRestoreOlderBackup(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestRestoreCancelled: a restore stopped half way (Ctrl-C) leaves the
+// target empty, on both drivers, and the same restore then succeeds.
+func TestRestoreCancelled(t *testing.T) {
+	t.Parallel()
+	_, b := writeBackupOf(t, false)
+	for _, o := range []storagetest.Opener{{Name: "SQLite", Open: openSQLite}, {Name: "PostgreSQL", Open: openPostgres}} {
+		t.Run(o.Name, func(t *testing.T) {
+			t.Parallel()
+			if o.Name == "PostgreSQL" {
+				pgtest.URL(t)
+			}
+			dst := o.Open(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := backup.Restore(ctx, bytes.NewReader(b), dst.(storage.Loader), backup.Options{Progress: func(p backup.Progress) {
+				if p.Table == "versions" {
+					cancel() // after stores, memories and versions, before the rest
+				}
+			}})
+			if err == nil {
+				t.Fatal("a cancelled restore succeeded")
+			}
+			for table, rows := range storagetest.DumpAll(t, dst).Rows {
+				if len(rows) > 0 {
+					t.Errorf("a cancelled restore left %d rows in %s", len(rows), table)
+				}
+			}
+			if _, err := backup.Restore(context.Background(), bytes.NewReader(b), dst.(storage.Loader), backup.Options{}); err != nil {
+				t.Errorf("the restore after a cancelled one: %v", err)
+			}
+		})
+	}
+}
+
+// TestRestoreRefusesWhatPostgreSQLCannotHold: memory content that is not
+// UTF-8 (which core refuses, but a SQLite database written before that
+// check may hold) cannot be restored into PostgreSQL; the restore says
+// so, naming the table, and loads nothing.
+func TestRestoreRefusesWhatPostgreSQLCannotHold(t *testing.T) {
+	t.Parallel()
+	pgtest.URL(t)
+	_, b := writeBackup(t)
+	dst := openPostgres(t)
+	_, err := backup.Restore(context.Background(), bytes.NewReader(b), dst.(storage.Loader), backup.Options{})
+	if err == nil || !strings.Contains(err.Error(), "memories: ") || trove.ErrorCode(err) != trove.EINVALID {
+		t.Fatalf("Restore into PostgreSQL = %v, want EINVALID naming memories", err)
+	}
+	for table, rows := range storagetest.DumpAll(t, dst).Rows {
+		if len(rows) > 0 {
+			t.Errorf("a refused restore left %d rows in %s", len(rows), table)
+		}
+	}
+}

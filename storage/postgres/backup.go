@@ -304,7 +304,12 @@ func (l *loadTx) Insert(ctx context.Context, t *storage.BackupTable, next func()
 		return n, src.err
 	}
 	if err != nil {
-		return n, fmt.Errorf("%s: %w", t.Name, translate(err))
+		err = translate(err)
+		if trove.ErrorCode(err) == trove.EINVALID {
+			return n, &trove.Error{Code: trove.EINVALID, Err: err, Message: t.Name +
+				": a row holds text PostgreSQL cannot store (a NUL character, or content that is not UTF-8); such a backup can be restored into SQLite only"}
+		}
+		return n, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	return n, nil
 }
