@@ -187,7 +187,8 @@ func CheckBackupSchema(actual map[string][]string) error {
 		}
 		t := BackupTableNamed(name)
 		if t == nil {
-			problems = append(problems, fmt.Sprintf("table %s is not covered by backups (add it to storage.BackupTables or storage.BackupExcluded)", name))
+			problems = append(problems, fmt.Sprintf("table %s is not covered by backups (not a table of Trove's: give Trove a database or schema of its own; "+
+				"a new table of Trove's: add it to storage.BackupTables or storage.BackupExcluded)", name))
 			continue
 		}
 		for _, c := range have {
