@@ -36,6 +36,9 @@ var (
 // it is a quick check of the harness (1,000 memories × 10 versions);
 // docs/perf/backup.md has the command and the figures of larger runs.
 func TestBackupScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds trove and runs it as processes")
+	}
 	pgtest.URL(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "trove")
