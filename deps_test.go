@@ -50,6 +50,7 @@ var forbidden = map[string][]string{
 	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream"},
 	"internal/release":     {"/..."}, // the release builder; never linked into trove
 	"webhook/...":          {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream", "/console"},
+	"backup/...":           {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres", "/cmd"},
 }
 
 // testKits are conformance suites and test helpers that only tests may

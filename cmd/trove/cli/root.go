@@ -61,6 +61,8 @@ func commands(e *env) []*cobra.Command {
 		newRollbackCmd(e),
 		newAuditCmd(e),
 		newWorkerCmd(e),
+		newBackupCmd(e),
+		newRestoreCmd(e),
 	}
 }
 
