@@ -151,6 +151,16 @@ var BackupTables = []BackupTable{
 	{Name: "jobs", Key: []string{"kind", "key"}, Columns: cols(
 		"kind text", "key text", "pending bool", "wake_seq int", "lease_owner text",
 		"lease_expires_at time?", "attempts int", "woken_at time")},
+	// Webhook endpoints with their signing secrets (kept as is: receivers
+	// verify with them) and the outbox, delivered and pending, so that a
+	// restored deployment sends what it had not sent yet.
+	{Name: "webhooks", Key: []string{"id"}, Columns: cols(
+		"id text", "workspace_id text", "name text", "description text", "url text", "enabled_events text",
+		"state text", "disabled_reason text", "secret text", "created_at time", "updated_at time")},
+	{Name: "webhook_deliveries", Key: []string{"seq"}, Columns: cols(
+		"seq int", "webhook_id text", "event_id text", "event_type text", "payload bytes", "created_at time",
+		"status text", "attempts int", "next_attempt_at time", "last_attempt_at time?", "last_status int",
+		"last_error text", "delivered_at time?")},
 }
 
 // BackupExcluded are the tables a backup leaves out on purpose, with why.

@@ -272,6 +272,19 @@ func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
 		if err := fn(&loadTx{tx: tx, s: s}); err != nil {
 			return err
 		}
+		// Identity columns (webhook_deliveries.seq) took the backup's
+		// values; their sequences go on after the largest.
+		if _, err := tx.Exec(ctx, `DO $$
+DECLARE r record;
+BEGIN
+	FOR r IN SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND is_identity = 'YES' LOOP
+		EXECUTE format('SELECT setval(pg_get_serial_sequence(%L, %L), coalesce((SELECT max(%I) FROM %I), 0) + 1, false)',
+			r.table_name, r.column_name, r.column_name, r.table_name);
+	END LOOP;
+END $$`); err != nil {
+			return translate(err)
+		}
 		if _, err := tx.Exec(ctx, `UPDATE stores SET memory_count = c.n, content_bytes = c.b
 			FROM (SELECT store_id, count(*) AS n, coalesce(sum(size_bytes), 0) AS b FROM memories GROUP BY store_id) AS c
 			WHERE stores.id = c.store_id`); err != nil {

@@ -310,6 +310,26 @@ func FillDeployment(t *testing.T, d storage.Driver) []*trove.Store {
 		return tx.DreamUpdate(ctx, dr)
 	})
 
+	// A webhook endpoint with one delivered and one pending delivery.
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		wh := &trove.Webhook{ID: "whep_bk", WorkspaceID: ws, Name: "ops", URL: "https://hooks.example.com/trove",
+			EnabledEvents: []string{"memory_store.created", "trove.memory.updated"}, State: trove.WebhookEnabled, CreatedAt: secs(18), UpdatedAt: secs(18)}
+		if err := tx.WebhookInsert(ctx, wh, "whsec_c2VjcmV0LWZvci1iYWNrdXA="); err != nil {
+			return err
+		}
+		sent := &trove.WebhookDelivery{WebhookID: wh.ID, EventID: "whe_bk1", EventType: "memory_store.created", Payload: []byte(`{"type":"event","data":{"id":"x"}}`),
+			CreatedAt: secs(18), Status: trove.DeliveryPending, NextAttemptAt: secs(18)}
+		if err := tx.DeliveryInsert(ctx, sent); err != nil {
+			return err
+		}
+		sent.Status, sent.Attempts, sent.LastAttemptAt, sent.LastStatus, sent.DeliveredAt = trove.DeliveryDelivered, 1, timePtr(secs(19)), 200, timePtr(secs(19))
+		if err := tx.DeliveryUpdate(ctx, sent); err != nil {
+			return err
+		}
+		return tx.DeliveryInsert(ctx, &trove.WebhookDelivery{WebhookID: wh.ID, EventID: "whe_bk2", EventType: "trove.memory.updated", Payload: []byte(`{"ünï":"cödé"}`),
+			CreatedAt: secs(19), Status: trove.DeliveryPending, NextAttemptAt: secs(40)})
+	})
+
 	// Agents, environments, keys, the work queue, jobs, a console session.
 	write(t, d, func(ctx context.Context, tx storage.Tx) error {
 		a := &trove.Agent{ID: "agent_bk", WorkspaceID: ws, Version: 1, Name: "helper", Model: trove.AgentModel{ID: "claude-sonnet-4-6", Speed: "standard", Effort: "high"},
