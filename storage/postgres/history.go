@@ -75,7 +75,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 			ORDER BY y.seq DESC LIMIT 1)`, p.MemoryID, p.Seq, p.StoreID)
 		q := fmt.Sprintf(`SELECT %s FROM versions AS v WHERE %s AND %s`, cols, outer, w.sql())
 		q += w.limit(p.Limit)
-		return t.queryVersions(ctx, q, w.args...)
+		return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 	}
 	var head int64
 	if err := t.queryRow(ctx, `SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = $1), 0)`, p.StoreID).Scan(&head); err != nil {
@@ -90,7 +90,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 		q := fmt.Sprintf(`SELECT %s FROM (%s) AS c JOIN versions AS v ON v.seq = c.s WHERE %s AND %s
 			ORDER BY coalesce(v.path, ''), v.memory_id COLLATE "C"`, cols, inner, w.sql(), outer)
 		q += w.limit(p.Limit)
-		return t.queryVersions(ctx, q, w.args...)
+		return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 	}
 	w.conds = nil
 	w.add("m.store_id = ?", p.StoreID)

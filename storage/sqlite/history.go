@@ -61,7 +61,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 		q := `SELECT ` + versionCols + `, ` + content + ` FROM versions` + w.String() + ` AND store_id = ? AND memory_id = ? AND seq =
 			(SELECT seq FROM versions WHERE memory_id = ? AND seq <= ? AND store_id = ? ORDER BY seq DESC LIMIT 1) LIMIT ?`
 		args := append(w.args, p.StoreID, p.MemoryID, p.MemoryID, p.Seq, p.StoreID, limitArg(p.Limit))
-		return t.queryVersions(ctx, q, args...)
+		return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
 	}
 	var head int64
 	if err := t.queryRow(ctx, "memory store", p.StoreID, func(r rowScanner) error { return r.Scan(&head) },
@@ -78,7 +78,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	args := []any{p.StoreID, p.Seq, p.StoreID}
 	args = append(args, w.args...)
 	args = append(args, limitArg(p.Limit))
-	return t.queryVersions(ctx, q, args...)
+	return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
 }
 
 // asOfRecent is VersionAsOf of a recent moment S, whose cost is the page
