@@ -153,7 +153,7 @@ func TestRestoreRefusesDamagedFiles(t *testing.T) {
 		{"a row missing", gz(t, without(rowAt)), "holds"},
 		{"data after the end", gz(t, append(ls, ls[rowAt])), "after the end line"},
 		{"a newer format", gz(t, with(0, strings.Replace(header, `"version":1`, `"version":2`, 1))), "format version 2"},
-		{"an unknown table", gz(t, with(0, strings.Replace(header, `"name":"jobs"`, `"name":"webhooks"`, 1))), "table webhooks, which this trove does not know"},
+		{"an unknown table", gz(t, with(0, strings.Replace(header, `"name":"jobs"`, `"name":"gadgets"`, 1))), "table gadgets, which this trove does not know"},
 		{"an unknown column", gz(t, with(0, strings.Replace(header, `"name":"hint"`, `"name":"color"`, 1))), "column api_keys.color, which this trove does not know"},
 		{"a value of the wrong type", gz(t, with(rowAt, strings.Replace(ls[rowAt], `"/`, `12,"x":"/`, 1))), "not a complete Trove backup"},
 		{"a time that is not one", gz(t, with(rowAt, strings.Replace(ls[rowAt], `"2026-`, `"2026/`, 1))), "not a time"},
