@@ -97,16 +97,18 @@ func (c *clientCmd) printRollback(st *trove.Store, r *trove.RollbackResult, dryR
 		}
 		return *v.Path
 	}
+	// The totals count every change; the lists hold a page of them.
+	n := max(r.ChangesTotal, len(r.Changes))
 	switch {
 	case len(r.Changes) == 0 && len(r.Conflicts) == 0:
 		fmt.Fprintf(w, "nothing to roll back in store %q since version %d\n", st.Name, r.SinceSeq)
 		return
 	case dryRun:
-		fmt.Fprintf(w, "dry run: would roll back %d %s in store %q since version %d\n", len(r.Changes), plural(len(r.Changes), "memory", "memories"), st.Name, r.SinceSeq)
+		fmt.Fprintf(w, "dry run: would roll back %d %s in store %q since version %d\n", n, plural(n, "memory", "memories"), st.Name, r.SinceSeq)
 	case r.Applied:
-		fmt.Fprintf(w, "rolled back %d %s in store %q since version %d\n", len(r.Changes), plural(len(r.Changes), "memory", "memories"), st.Name, r.SinceSeq)
+		fmt.Fprintf(w, "rolled back %d %s in store %q since version %d\n", n, plural(n, "memory", "memories"), st.Name, r.SinceSeq)
 	default:
-		fmt.Fprintf(w, "would roll back %d %s in store %q since version %d, but:\n", len(r.Changes), plural(len(r.Changes), "memory", "memories"), st.Name, r.SinceSeq)
+		fmt.Fprintf(w, "would roll back %d %s in store %q since version %d, but:\n", n, plural(n, "memory", "memories"), st.Name, r.SinceSeq)
 	}
 	for _, ch := range r.Changes {
 		switch ch.Action {
