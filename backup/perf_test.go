@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -105,9 +104,8 @@ func TestBackupScale(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trove %s: %v\n%s", strings.Join(s.args, " "), err, out.String())
 		}
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		line := fmt.Sprintf("%-24s %8.1f s  peak RSS %6.1f MB  CPU %6.1f s", s.name, took.Seconds(), float64(peak)/1024,
-			time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds())
+			(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 		if s.file != "" {
 			line += fmt.Sprintf("  file %.1f MB", float64(fileSize(s.file))/1e6)
 		}
