@@ -55,8 +55,17 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("sync pass failed", "err", err)
 		}
-		if e.o.OnPass != nil && ctx.Err() == nil {
+		switch {
+		case e.o.OnPass == nil:
+		case ctx.Err() == nil:
 			e.o.OnPass(rep, err)
+		case rep != nil:
+			// Cancelled while the pass ran: what it did (a read-only
+			// file restored, a conflict copy made) still happened and is
+			// reported; its error is the cancellation's. Dropping the
+			// report lost such a pass's notices, since the final flush
+			// then finds nothing left to do.
+			e.o.OnPass(rep, nil)
 		}
 	}
 	pass()
