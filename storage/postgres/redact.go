@@ -10,8 +10,9 @@ const redacted = "xxxxx"
 
 // secretParam matches a secret parameter in a URL query (password=X,
 // &sslpassword=X) or in a keyword DSN (password=X, password = 'a b\'c'),
-// whatever the case of its name.
-var secretParam = regexp.MustCompile(`(?i)\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)`)
+// whatever the case of its name; bytes glued to the end of a quoted value
+// are hidden with it, so that redacting twice gives what redacting once did.
+var secretParam = regexp.MustCompile(`(?i)\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?[^\s&]*|[^\s&]*)`)
 
 // RedactDSN returns a PostgreSQL connection string (a postgres:// or
 // postgresql:// URL, a keyword DSN "host=… password=…", or anything a user
