@@ -3,7 +3,10 @@ package trove
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
 	"math/bits"
+	"os"
 	"sync"
 	"time"
 )
@@ -68,4 +71,14 @@ func encode128(hi, lo uint64) string {
 		out[i] = base62[rl]
 	}
 	return string(out[:])
+}
+
+// NewLeaseOwner returns a name for a runner's leases (dreams, session runs,
+// webhook deliveries): host, process ID and 8 random hex digits, unique
+// across the nodes and restarts that share a database.
+func NewLeaseOwner() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
