@@ -347,12 +347,9 @@ func (s *Service) ListWebhooks(ctx context.Context, p trove.ListWebhooksParams) 
 	if err := notSession(pr, "manage webhooks"); err != nil {
 		return nil, err
 	}
-	limit := p.Limit
-	switch {
-	case limit < 0 || limit > 100:
-		return nil, trove.Errorf(trove.EINVALID, "limit must be 0 to 100, got %d", limit)
-	case limit == 0:
-		limit = 20
+	limit, err := webhookPageLimit(p.Limit)
+	if err != nil {
+		return nil, err
 	}
 	if p.AfterID != "" && p.BeforeID != "" {
 		return nil, trove.Errorf(trove.EINVALID, "send after_id or before_id, not both")
@@ -459,12 +456,9 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, id string, p trove.
 	if err := notSession(pr, "manage webhooks"); err != nil {
 		return nil, err
 	}
-	limit := p.Limit
-	switch {
-	case limit < 0 || limit > 100:
-		return nil, trove.Errorf(trove.EINVALID, "limit must be 0 to 100, got %d", limit)
-	case limit == 0:
-		limit = 20
+	limit, err := webhookPageLimit(p.Limit)
+	if err != nil {
+		return nil, err
 	}
 	var before int64
 	if p.Cursor != "" {
@@ -615,4 +609,16 @@ func (s *Service) RecordWebhookAttempt(ctx context.Context, d *trove.WebhookDeli
 		next.NextAttemptAt = at.Add(s.hooks.retryDelay(next.Attempts)).Truncate(time.Microsecond)
 	}
 	return s.write(ctx, "RecordWebhookAttempt", func(tx storage.Tx) error { return tx.DeliveryUpdate(ctx, &next) })
+}
+
+// webhookPageLimit resolves the limit of the endpoint and delivery lists:
+// 0 means 20, at most 100.
+func webhookPageLimit(limit int) (int, error) {
+	switch {
+	case limit < 0 || limit > 100:
+		return 0, trove.Errorf(trove.EINVALID, "limit must be 0 to 100, got %d", limit)
+	case limit == 0:
+		return 20, nil
+	}
+	return limit, nil
 }
