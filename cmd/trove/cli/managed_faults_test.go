@@ -15,14 +15,19 @@ import (
 	"github.com/trovehq/trove/internal/claudetest"
 )
 
-// kill9 kills the serve process and starts a new one on the same address
-// and data (the worker and the SDK keep their URL).
-func (m *managed) kill9AndRestart(t *testing.T) {
+// kill9 kills the serve process and waits until it is gone.
+func (m *managed) kill9(t *testing.T) {
 	t.Helper()
 	if err := m.serve.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	m.serve.Wait()
+}
+
+// restart starts a new serve process on the killed one's address and
+// data (the worker and the SDK keep their URL).
+func (m *managed) restart(t *testing.T) {
+	t.Helper()
 	addr := strings.TrimPrefix(m.url, "http://")
 	cmd, url := startServeProcessAt(t, m.bin, m.data, addr, m.flags...)
 	if url != m.url {
@@ -81,10 +86,17 @@ func TestManagedSessionSurvivesKill9(t *testing.T) {
 			t.Parallel()
 			hold, reached := make(chan struct{}), make(chan struct{})
 			inRequest := point == "during a model request"
+			// holdLast keeps the last answer back until the restart: the
+			// worker may post the write's result and the loop ask for the
+			// last answer before the kill lands, and that answer must not
+			// be stored by the process being killed.
+			holdLast := make(chan struct{})
 			m := newManaged(t, func(m *managed) []claudetest.Turn {
 				turns := learnTurns(m)
 				if inRequest {
 					turns[1].Hold, turns[1].Reached = hold, reached
+				} else {
+					turns[2].Hold = holdLast
 				}
 				return turns
 			})
@@ -109,8 +121,16 @@ func TestManagedSessionSurvivesKill9(t *testing.T) {
 				stream.Close()
 				cancel()
 			}
+			// Kill before the held answer is let go: the answer must not
+			// reach the process being killed.
+			m.kill9(t)
 			close(hold)
-			m.kill9AndRestart(t)
+			// Requests the killed process had sent for the last answer
+			// were cut before an answer came (it was held): each is asked
+			// again.
+			cutLast := requestsByPosition(m.claude.Requests())[2]
+			m.restart(t)
+			close(holdLast)
 			evs := m.waitTurnEnd(t, se.ID)
 			seen := map[string]bool{}
 			count := map[string]int{}
@@ -125,7 +145,7 @@ func TestManagedSessionSurvivesKill9(t *testing.T) {
 				t.Errorf("event counts %v: want 2 tool uses, 2 results, 1 reply, 1 message", count)
 			}
 			byPos := requestsByPosition(m.claude.Requests())
-			want := map[int]int{0: 1, 1: 1, 2: 1}
+			want := map[int]int{0: 1, 1: 1, 2: 1 + cutLast}
 			if inRequest {
 				want[1] = 2 // the request the kill cut: its answer was never stored
 			}
