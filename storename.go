@@ -18,22 +18,17 @@ import (
 // LiveStoreNamed returns a live (not archived) store of the caller's
 // workspace named name, the newest if several are, or nil when none is.
 func LiveStoreNamed(ctx context.Context, svc StoreService, name string) (*Store, error) {
-	p := ListStoresParams{Limit: 100}
-	for {
-		page, err := svc.ListStores(ctx, p)
+	for st, err := range Items(ctx, func(ctx context.Context, cursor string) (*Page[Store], error) {
+		return svc.ListStores(ctx, ListStoresParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range page.Data {
-			if st := &page.Data[i]; st.Name == name && st.ArchivedAt == nil {
-				return st, nil
-			}
+		if st.Name == name && st.ArchivedAt == nil {
+			return &st, nil
 		}
-		if page.NextPage == "" {
-			return nil, nil
-		}
-		p.Cursor = page.NextPage
 	}
+	return nil, nil
 }
 
 // CheckStoreNameFree is nil when no live store of the caller's workspace

@@ -287,37 +287,22 @@ func sha(s string) string {
 }
 
 func listStores(ctx context.Context, svc trove.Services) ([]trove.Store, error) {
-	var all []trove.Store
-	cursor := ""
-	for {
-		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			return all, nil
-		}
-		cursor = page.NextPage
-	}
+	return trove.AllItems(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Store], error) {
+		return svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
+	})
 }
 
 func listMemories(ctx context.Context, svc trove.Services, storeID string) (map[string]trove.Memory, error) {
 	out := map[string]trove.Memory{}
-	cursor := ""
-	for {
-		page, err := svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 100, Cursor: cursor})
+	for it, err := range trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range page.Data {
-			if it.Memory != nil {
-				out[it.Memory.Path] = *it.Memory
-			}
+		if it.Memory != nil {
+			out[it.Memory.Path] = *it.Memory
 		}
-		if page.NextPage == "" {
-			return out, nil
-		}
-		cursor = page.NextPage
 	}
+	return out, nil
 }

@@ -138,44 +138,34 @@ func (s *services) Store(ctx context.Context) (*trove.Store, error) {
 }
 
 func (s *services) EachMemory(ctx context.Context, fn func(*trove.Memory) error) error {
-	cursor := ""
-	for {
-		page, err := s.svc.ListMemories(ctx, s.storeID, trove.ListMemoriesParams{Limit: 20, Cursor: cursor, View: trove.ViewFull})
+	for it, err := range trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return s.svc.ListMemories(ctx, s.storeID, trove.ListMemoriesParams{Limit: 20, Cursor: cursor, View: trove.ViewFull})
+	}) {
 		if err != nil {
 			return err
 		}
-		for _, it := range page.Data {
-			if it.Memory == nil {
-				continue
-			}
-			if err := fn(it.Memory); err != nil {
-				return err
-			}
+		if it.Memory == nil {
+			continue
 		}
-		if page.NextPage == "" {
-			return nil
+		if err := fn(it.Memory); err != nil {
+			return err
 		}
-		cursor = page.NextPage
 	}
+	return nil
 }
 
 func (s *services) EachVersion(ctx context.Context, fn func(*trove.MemoryVersion) error) error {
-	cursor := ""
-	for {
-		page, err := s.svc.ListVersions(ctx, s.storeID, trove.ListVersionsParams{Limit: 100, Cursor: cursor, View: trove.ViewBasic})
+	for v, err := range trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		return s.svc.ListVersions(ctx, s.storeID, trove.ListVersionsParams{Limit: 100, Cursor: cursor, View: trove.ViewBasic})
+	}) {
 		if err != nil {
 			return err
 		}
-		for i := range page.Data {
-			if err := fn(&page.Data[i]); err != nil {
-				return err
-			}
+		if err := fn(&v); err != nil {
+			return err
 		}
-		if page.NextPage == "" {
-			return nil
-		}
-		cursor = page.NextPage
 	}
+	return nil
 }
 
 // actorOf converts a domain actor; nil for nil.

@@ -722,23 +722,18 @@ func findTarget(ctx context.Context, svc trove.Services, m *Manifest, opts Impor
 	}
 	// A run killed between creating the store and writing the journal left
 	// the tag on it.
-	cursor := ""
-	for {
-		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
+	for st, err := range trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Store], error) {
+		return svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range page.Data {
-			if page.Data[i].Metadata[TagKey] == m.ExportID {
-				rep.Created, rep.Resumed = true, true
-				return &page.Data[i], nil
-			}
+		if st.Metadata[TagKey] == m.ExportID {
+			rep.Created, rep.Resumed = true, true
+			return &st, nil
 		}
-		if page.NextPage == "" {
-			return nil, nil
-		}
-		cursor = page.NextPage
 	}
+	return nil, nil
 }
 
 // createTarget creates the store an import fills, tagged with TagKey.
@@ -763,22 +758,17 @@ type stored struct{ id, sha string }
 // listPaths returns every live memory of the store by path.
 func listPaths(ctx context.Context, svc trove.Services, storeID string) (map[string]stored, error) {
 	out := map[string]stored{}
-	cursor := ""
-	for {
-		page, err := svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 100, Cursor: cursor})
+	for it, err := range trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			return nil, fmt.Errorf("listing the target store: %w", err)
 		}
-		for _, it := range page.Data {
-			if it.Memory != nil {
-				out[it.Memory.Path] = stored{it.Memory.ID, it.Memory.SHA256}
-			}
+		if it.Memory != nil {
+			out[it.Memory.Path] = stored{it.Memory.ID, it.Memory.SHA256}
 		}
-		if page.NextPage == "" {
-			return out, nil
-		}
-		cursor = page.NextPage
 	}
+	return out, nil
 }
 
 // importMemory creates mem unless the store holds its path already.

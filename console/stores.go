@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -49,9 +50,9 @@ func (h *Handler) storeStats(r *http.Request, st *trove.Store) (storeRow, error)
 		}
 		row.Memories, row.SizeBytes, row.Versions = c.MemoryCount, c.ContentBytes, c.VersionCount
 	} else {
-		cursor := ""
-		for {
-			pg, err := h.svc.ListMemories(ctx, st.ID, trove.ListMemoriesParams{Limit: h.limits.MaxPageSize, Cursor: cursor})
+		for pg, err := range trove.Pages(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+			return h.svc.ListMemories(ctx, st.ID, trove.ListMemoriesParams{Limit: h.limits.MaxPageSize, Cursor: cursor})
+		}) {
 			if err != nil {
 				return row, err
 			}
@@ -61,14 +62,10 @@ func (h *Handler) storeStats(r *http.Request, st *trove.Store) (storeRow, error)
 					row.SizeBytes += int64(it.Memory.SizeBytes)
 				}
 			}
-			if pg.NextPage == "" {
-				break
-			}
-			if row.Memories >= h.limits.MaxMemoriesPerStore {
+			if pg.NextPage != "" && row.Memories >= h.limits.MaxMemoriesPerStore {
 				row.Partial = true
 				break
 			}
-			cursor = pg.NextPage
 		}
 	}
 	vs, err := h.svc.ListVersions(ctx, st.ID, trove.ListVersionsParams{Limit: 1})

@@ -310,11 +310,11 @@ func (t *Tree) list(ctx context.Context, dir string, depth int, view trove.View,
 	if view == trove.ViewFull {
 		limit = t.limits.MaxFullPageSize
 	}
-	cursor := ""
-	for {
-		page, err := t.svc.ListMemories(ctx, t.storeID, trove.ListMemoriesParams{
+	for page, err := range trove.Pages(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return t.svc.ListMemories(ctx, t.storeID, trove.ListMemoriesParams{
 			PathPrefix: Prefix(dir), Depth: depth, Limit: limit, Cursor: cursor, View: view,
 		})
+	}) {
 		if err != nil {
 			return err
 		}
@@ -332,11 +332,8 @@ func (t *Tree) list(ctx context.Context, dir string, depth int, view trove.View,
 				return nil
 			}
 		}
-		if page.NextPage == "" {
-			return nil
-		}
-		cursor = page.NextPage
 	}
+	return nil
 }
 
 // HasChildren reports whether some memory lies below directory dir (one

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -182,17 +183,11 @@ func (c *clientCmd) agentsListCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withAgents(cmd, func(k *conn, as trove.AgentService) error {
-				var all []trove.Agent
-				p := trove.ListAgentsParams{Limit: 100, IncludeArchived: archived}
-				for {
-					page, err := as.ListAgents(k.ctx, p)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Data...)
-					if p.Cursor = page.NextPage; p.Cursor == "" {
-						break
-					}
+				all, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Agent], error) {
+					return as.ListAgents(ctx, trove.ListAgentsParams{Limit: 100, IncludeArchived: archived, Cursor: cursor})
+				})
+				if err != nil {
+					return err
 				}
 				return c.agentTable(all)
 			})
@@ -305,17 +300,11 @@ func (c *clientCmd) agentsVersionsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withAgents(cmd, func(k *conn, as trove.AgentService) error {
-				var all []trove.Agent
-				p := trove.ListAgentVersionsParams{Limit: 100}
-				for {
-					page, err := as.ListAgentVersions(k.ctx, args[0], p)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Data...)
-					if p.Cursor = page.NextPage; p.Cursor == "" {
-						break
-					}
+				all, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Agent], error) {
+					return as.ListAgentVersions(ctx, args[0], trove.ListAgentVersionsParams{Limit: 100, Cursor: cursor})
+				})
+				if err != nil {
+					return err
 				}
 				return c.agentTable(all)
 			})

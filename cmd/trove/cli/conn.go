@@ -134,19 +134,9 @@ func hasLive(all []trove.Store, name string) bool {
 // listAllStores lists every store of the workspace (with archived, the
 // archived ones too), never nil.
 func listAllStores(ctx context.Context, svc trove.Services, archived bool) ([]trove.Store, error) {
-	all := []trove.Store{}
-	cursor := ""
-	for {
-		page, err := svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: archived})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			return all, nil
-		}
-		cursor = page.NextPage
-	}
+	return trove.AllItems(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Store], error) {
+		return svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: archived})
+	})
 }
 
 // storeNamed returns the one store of all named name: ENOTFOUND naming the

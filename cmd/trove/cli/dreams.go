@@ -175,16 +175,12 @@ func (c *clientCmd) dreamsListCmd() *cobra.Command {
 				for _, s := range statuses {
 					p.Statuses = append(p.Statuses, trove.DreamStatus(s))
 				}
-				var all []trove.Dream
-				for {
-					page, err := ds.ListDreams(k.ctx, p)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Data...)
-					if p.Cursor = page.NextPage; p.Cursor == "" {
-						break
-					}
+				all, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Dream], error) {
+					p.Cursor = cursor
+					return ds.ListDreams(ctx, p)
+				})
+				if err != nil {
+					return err
 				}
 				return c.dreamTable(all)
 			})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,17 +107,11 @@ func (c *clientCmd) environmentsListCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withEnvironments(cmd, func(k *conn, es trove.EnvironmentService) error {
-				var all []trove.Environment
-				p := trove.ListEnvironmentsParams{Limit: 100, IncludeArchived: archived}
-				for {
-					page, err := es.ListEnvironments(k.ctx, p)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Data...)
-					if p.Cursor = page.NextPage; p.Cursor == "" {
-						break
-					}
+				all, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Environment], error) {
+					return es.ListEnvironments(ctx, trove.ListEnvironmentsParams{Limit: 100, IncludeArchived: archived, Cursor: cursor})
+				})
+				if err != nil {
+					return err
 				}
 				return c.environmentTable(all)
 			})

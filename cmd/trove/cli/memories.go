@@ -183,22 +183,21 @@ func (c *clientCmd) listAsOf(k *conn, st *trove.Store, dir string, at trove.Mome
 	if err != nil {
 		return nil, err
 	}
-	out := &trove.AsOfPage{Data: []trove.MemoryVersion{}}
-	p := trove.ListMemoriesParams{PathPrefix: storetree.Prefix(dir), Limit: 1000}
-	for {
-		page, err := h.ListMemoriesAsOf(k.ctx, st.ID, at, p)
+	out := &trove.AsOfPage{}
+	out.Data, err = trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		page, err := h.ListMemoriesAsOf(ctx, st.ID, at, trove.ListMemoriesParams{PathPrefix: storetree.Prefix(dir), Limit: 1000, Cursor: cursor})
 		if err != nil {
 			return nil, err
 		}
-		if p.Cursor == "" {
+		if cursor == "" {
 			out.Seq = page.Seq
 		}
-		out.Data = append(out.Data, page.Data...)
-		if page.NextPage == "" {
-			return out, nil
-		}
-		p.Cursor = page.NextPage
+		return &trove.Page[trove.MemoryVersion]{Data: page.Data, NextPage: page.NextPage}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // printTree writes items (in path order, below base) as an indented tree:
@@ -652,27 +651,21 @@ func memoryID(k *conn, st *trove.Store, t *storetree.Tree, ref string) (id strin
 // version names p. It reads the store's history newest first, page by page,
 // until it finds one.
 func lastAtPath(k *conn, storeID, p string) (*trove.MemoryVersion, error) {
-	lp := trove.ListVersionsParams{Limit: 100}
-	for {
-		page, err := k.svc.ListVersions(k.ctx, storeID, lp)
+	for v, err := range trove.Items(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		return k.svc.ListVersions(ctx, storeID, trove.ListVersionsParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for i, v := range page.Data {
-			if v.Path != nil && *v.Path == p {
-				return &page.Data[i], nil
-			}
+		if v.Path != nil && *v.Path == p {
+			return &v, nil
 		}
-		if page.NextPage == "" {
-			return nil, nil
-		}
-		lp.Cursor = page.NextPage
 	}
+	return nil, nil
 }
 
 // listVersions lists every version matching p, newest first.
 func listVersions(k *conn, storeID string, p trove.ListVersionsParams) ([]trove.MemoryVersion, error) {
-	var all []trove.MemoryVersion
 	p.Limit = 100
 	list := k.svc.ListVersions
 	if s, ok := k.svc.(interface {
@@ -680,17 +673,10 @@ func listVersions(k *conn, storeID string, p trove.ListVersionsParams) ([]trove.
 	}); ok {
 		list = s.ListVersionsWithSeq // a server's /v1 versions carry no seq
 	}
-	for {
-		page, err := list(k.ctx, storeID, p)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Data...)
-		if page.NextPage == "" {
-			return all, nil
-		}
-		p.Cursor = page.NextPage
-	}
+	return trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		p.Cursor = cursor
+		return list(ctx, storeID, p)
+	})
 }
 
 // versionTable prints versions as a table.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"unicode"
@@ -64,20 +65,20 @@ store the credential can read (a session token: its attached stores).
 	return cmd
 }
 
-// searchUpTo runs the search p, page by page, up to limit results; next
-// continues it when more remain.
+// searchUpTo runs the search p, page by page, up to limit (at least 1)
+// results; next continues it when more remain.
 func searchUpTo(k *conn, p trove.SearchParams, limit int) (results []trove.SearchResult, next string, err error) {
-	for len(results) < limit {
-		p.Limit = min(searchPageSize, limit-len(results))
-		page, err := k.svc.Search(k.ctx, p)
+	for page, err := range trove.Pages(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.SearchResult], error) {
+		p.Cursor, p.Limit = cursor, min(searchPageSize, limit-len(results))
+		return k.svc.Search(ctx, p)
+	}) {
 		if err != nil {
 			return nil, "", err
 		}
 		results = append(results, page.Data...)
-		if next = page.NextPage; next == "" {
+		if next = page.NextPage; len(results) >= limit {
 			break
 		}
-		p.Cursor = next
 	}
 	return results, next, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,16 +39,12 @@ func (c *clientCmd) sessionsListCmd() *cobra.Command {
 					}
 					p.StoreID = st.ID
 				}
-				var all []trove.Session
-				for {
-					page, err := ss.ListSessions(k.ctx, p)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Data...)
-					if p.Cursor = page.NextPage; p.Cursor == "" {
-						break
-					}
+				all, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Session], error) {
+					p.Cursor = cursor
+					return ss.ListSessions(ctx, p)
+				})
+				if err != nil {
+					return err
 				}
 				return c.sessionTable(all)
 			})

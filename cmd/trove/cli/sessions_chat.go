@@ -107,18 +107,15 @@ func lastSeq(ctx context.Context, es trove.EventService, id string) (int64, erro
 	}
 	// Over HTTP the listing carries no Seq: count the transcript.
 	var n int64
-	p := trove.ListEventsParams{Limit: 100}
-	for {
-		page, err := es.ListEvents(ctx, id, p)
+	for page, err := range trove.Pages(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.SessionEvent], error) {
+		return es.ListEvents(ctx, id, trove.ListEventsParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			return 0, err
 		}
 		n += int64(len(page.Data))
-		if page.NextPage == "" {
-			return n, nil
-		}
-		p.Cursor = page.NextPage
 	}
+	return n, nil
 }
 
 // followEvents calls fn with each event after Seq after, exactly once, in

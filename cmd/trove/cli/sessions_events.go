@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -21,21 +22,14 @@ func newSessionEventsCmd(c *clientCmd) *cobra.Command {
 				if !ok {
 					return fmt.Errorf("this target has no session transcripts")
 				}
-				var all []trove.SessionEvent
-				p := trove.ListEventsParams{Limit: 100}
-				for {
-					page, err := es.ListEvents(k.ctx, args[0], p)
-					if trove.ErrorCode(err) == trove.ENOTFOUND {
-						return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", args[0])
-					}
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Data...)
-					if page.NextPage == "" {
-						break
-					}
-					p.Cursor = page.NextPage
+				all, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.SessionEvent], error) {
+					return es.ListEvents(ctx, args[0], trove.ListEventsParams{Limit: 100, Cursor: cursor})
+				})
+				if trove.ErrorCode(err) == trove.ENOTFOUND {
+					return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", args[0])
+				}
+				if err != nil {
+					return err
 				}
 				if c.json() {
 					data := make([]any, len(all))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -39,21 +40,27 @@ content; a side that was redacted shows no text. With -o json it prints
 			}
 			// The server pages a diff (bounded answers); the command shows it
 			// whole.
-			d, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{From: from, To: to, Limit: trove.MaxDiffPageSize})
+			var d trove.StoreDiff // the first page's moments, with every page's changes
+			changes, err := trove.AllItems(k.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryDiff], error) {
+				q := trove.DiffParams{Limit: trove.MaxDiffPageSize, Cursor: cursor}
+				if cursor == "" {
+					q.From, q.To = from, to // a cursor pins the moments
+				}
+				pg, err := h.DiffStorePage(ctx, st.ID, q)
+				if err != nil {
+					return nil, err
+				}
+				if cursor == "" {
+					d.FromSeq, d.ToSeq = pg.FromSeq, pg.ToSeq
+				}
+				return &trove.Page[trove.MemoryDiff]{Data: pg.Changes, NextPage: pg.NextPage}, nil
+			})
 			if err != nil {
 				return err
 			}
-			for next := d.NextPage; next != ""; {
-				pg, err := h.DiffStorePage(k.ctx, st.ID, trove.DiffParams{Limit: trove.MaxDiffPageSize, Cursor: next})
-				if err != nil {
-					return err
-				}
-				d.Changes = append(d.Changes, pg.Changes...)
-				next = pg.NextPage
-			}
-			d.NextPage = ""
+			d.Changes = changes
 			if c.json() {
-				return c.printJSON(httpapi.WireStoreDiff(d))
+				return c.printJSON(httpapi.WireStoreDiff(&d))
 			}
 			if len(d.Changes) == 0 {
 				fmt.Fprintf(c.e.stdout, "no changes in store %q between version %d and version %d\n", st.Name, d.FromSeq, d.ToSeq)
