@@ -53,38 +53,28 @@ func (e *dirEnv) fill(t *testing.T, paths ...string) (*trove.Store, map[string]*
 func (e *dirEnv) state(t *testing.T, storeID string) (map[string]string, int) {
 	t.Helper()
 	mems := map[string]string{}
-	p := trove.ListMemoriesParams{Limit: 100}
-	for {
-		pg, err := e.svc.ListMemories(e.ctx, storeID, p)
+	for it, err := range trove.Items(e.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return e.svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			t.Fatalf("ListMemories: %v", err)
 		}
-		for _, it := range pg.Data {
-			mems[it.Memory.Path] = it.Memory.ID + "@" + it.Memory.SHA256
-		}
-		if pg.NextPage == "" {
-			break
-		}
-		p.Cursor = pg.NextPage
+		mems[it.Memory.Path] = it.Memory.ID + "@" + it.Memory.SHA256
 	}
 	return mems, len(e.versions(t, storeID, trove.ListVersionsParams{}))
 }
 
 func (e *dirEnv) versions(t *testing.T, storeID string, p trove.ListVersionsParams) []trove.MemoryVersion {
 	t.Helper()
-	var out []trove.MemoryVersion
 	p.Limit = 100
-	for {
-		pg, err := e.svc.ListVersions(e.ctx, storeID, p)
-		if err != nil {
-			t.Fatalf("ListVersions: %v", err)
-		}
-		out = append(out, pg.Data...)
-		if pg.NextPage == "" {
-			return out
-		}
-		p.Cursor = pg.NextPage
+	out, err := trove.AllItems(e.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		p.Cursor = cursor
+		return e.svc.ListVersions(ctx, storeID, p)
+	})
+	if err != nil {
+		t.Fatalf("ListVersions: %v", err)
 	}
+	return out
 }
 
 func (e *dirEnv) paths(t *testing.T, storeID string) []string {

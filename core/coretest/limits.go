@@ -259,16 +259,11 @@ func testConcurrentStoreLimits(t *testing.T, open Opener) {
 			_, err := e.svc.CreateStore(e.ctx, trove.CreateStoreParams{Name: fmt.Sprintf("s%d-%d", w, i)})
 			return err
 		})
-		var all []trove.Store
-		for cursor := ""; ; {
-			pg, err := e.svc.ListStores(e.ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, pg.Data...)
-			if cursor = pg.NextPage; cursor == "" {
-				break
-			}
+		all, err := trove.AllItems(e.ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.Store], error) {
+			return e.svc.ListStores(ctx, trove.ListStoresParams{Limit: 100, Cursor: cursor, IncludeArchived: true})
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		if ok != 7 || len(all) != 7 {
 			t.Fatalf("%d creates succeeded and %d stores exist; the limit is 7", ok, len(all))

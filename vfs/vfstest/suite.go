@@ -154,22 +154,17 @@ func (e *env) mount() *Mount {
 func (e *env) memories(storeID string) map[string]*trove.Memory {
 	e.t.Helper()
 	out := map[string]*trove.Memory{}
-	cursor := ""
-	for {
-		p, err := e.b.Services.ListMemories(e.b.Ctx, storeID, trove.ListMemoriesParams{Limit: 20, Cursor: cursor, View: trove.ViewFull})
+	for it, err := range trove.Items(e.b.Ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return e.b.Services.ListMemories(ctx, storeID, trove.ListMemoriesParams{Limit: 20, Cursor: cursor, View: trove.ViewFull})
+	}) {
 		if err != nil {
 			e.t.Fatalf("ListMemories: %v", err)
 		}
-		for _, it := range p.Data {
-			if it.Memory != nil {
-				out[it.Memory.Path] = it.Memory
-			}
+		if it.Memory != nil {
+			out[it.Memory.Path] = it.Memory
 		}
-		if p.NextPage == "" {
-			return out
-		}
-		cursor = p.NextPage
 	}
+	return out
 }
 
 // contents returns path → content of the live memories of store.
@@ -195,26 +190,20 @@ func (e *env) memory(path string) *trove.Memory {
 func (e *env) history(memID string) []string {
 	e.t.Helper()
 	var out []string
-	cursor := ""
-	for {
-		p, err := e.b.Services.ListVersions(e.b.Ctx, e.rw.ID, trove.ListVersionsParams{MemoryID: memID, Limit: 20, Cursor: cursor, View: trove.ViewFull})
+	for v, err := range trove.Items(e.b.Ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		return e.b.Services.ListVersions(ctx, e.rw.ID, trove.ListVersionsParams{MemoryID: memID, Limit: 20, Cursor: cursor, View: trove.ViewFull})
+	}) {
 		if err != nil {
 			e.t.Fatalf("ListVersions: %v", err)
 		}
-		for _, v := range p.Data {
-			s := string(v.Operation)
-			if v.Path != nil {
-				s += " " + *v.Path
-			}
-			if v.Content != nil {
-				s += " " + *v.Content
-			}
-			out = append(out, s)
+		s := string(v.Operation)
+		if v.Path != nil {
+			s += " " + *v.Path
 		}
-		if p.NextPage == "" {
-			break
+		if v.Content != nil {
+			s += " " + *v.Content
 		}
-		cursor = p.NextPage
+		out = append(out, s)
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
@@ -226,18 +215,16 @@ func (e *env) history(memID string) []string {
 // deleted ones included.
 func (e *env) versionCount() int {
 	e.t.Helper()
-	n, cursor := 0, ""
-	for {
-		p, err := e.b.Services.ListVersions(e.b.Ctx, e.rw.ID, trove.ListVersionsParams{Limit: 100, Cursor: cursor})
+	n := 0
+	for p, err := range trove.Pages(e.b.Ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryVersion], error) {
+		return e.b.Services.ListVersions(ctx, e.rw.ID, trove.ListVersionsParams{Limit: 100, Cursor: cursor})
+	}) {
 		if err != nil {
 			e.t.Fatalf("ListVersions: %v", err)
 		}
 		n += len(p.Data)
-		if p.NextPage == "" {
-			return n
-		}
-		cursor = p.NextPage
 	}
+	return n
 }
 
 func (e *env) must(err error) {
