@@ -34,7 +34,8 @@ var forbidden = map[string][]string{
 	"sessionrun/...":       {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi", "/memtool", "/mcpserver", "/cmd"},
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
-	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
+	"internal/follow":      {"/..."}, // the change feed's follow loop, shared by storetree and httpapi
+	"storetree/...":        {"!/internal/follow", "/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
 	"archive/...":          {"!/internal/atomicfile", "/..."},
 	"apply/...":            {"!/internal/atomicfile", "/..."},
 	"internal/atomicfile":  {"/..."},
