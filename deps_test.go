@@ -34,22 +34,24 @@ var forbidden = map[string][]string{
 	"sessionrun/...":       {"/core", "/storage", "/storage/sqlite", "/storage/postgres", "/httpapi", "/memtool", "/mcpserver", "/cmd"},
 	"internal/loadgen":     {"/..."},
 	"internal/pathrune":    {"/..."},
-	"storetree/...":        {"/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
+	"internal/follow":      {"/..."}, // the change feed's follow loop, shared by storetree and httpapi
+	"storetree/...":        {"!/internal/follow", "/core", "/storage", "/httpapi", "/memtool", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/cmd", "/internal"},
 	"archive/...":          {"!/internal/atomicfile", "/..."},
 	"apply/...":            {"!/internal/atomicfile", "/..."},
 	"internal/atomicfile":  {"/..."},
-	"console/...":          {"!/internal/textdiff", "!/dream", "/..."},
+	"console/...":          {"!/internal/textdiff", "!/dreamdiff", "/..."},
 	"internal/textdiff":    {"/..."},
 	"internal/certfile":    {"/..."},
 	"internal/bench":       {"/..."},                                                                 // benchmarks live in its test files
 	"internal/scale":       {"/httpapi", "/storage/sqlite", "/storage/postgres", "/console", "/cmd"}, // its tests open the drivers
 	"internal/pgtest":      {"!/internal/skipnote", "/..."},
 	"internal/skipnote":    {"/..."},
-	"dream/...":            {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
+	"dreamdiff/...":        {"/..."}, // the root only: TestLinks
+	"dreamrun/...":         {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
 	"internal/claudetest":  {"/..."},
-	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream"},
+	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dreamrun", "/dreamdiff"},
 	"internal/release":     {"/..."}, // the release builder; never linked into trove
-	"webhook/...":          {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dream", "/console"},
+	"webhook/...":          {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dreamrun", "/dreamdiff", "/console"},
 	"backup/...":           {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres", "/cmd"},
 }
 
@@ -72,26 +74,95 @@ func testKitImport(dir, rel string) string {
 	return ""
 }
 
-// TestBinaryLinksNoBenchmark: the trove binary links no benchmark code, no
-// load generator and no second HTTP transport (go list -deps ./cmd/trove).
-func TestBinaryLinksNoBenchmark(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "./cmd/trove").CombinedOutput()
+// linkRules say what a package links, all imports followed (go list
+// -deps), where the one-step rules of forbidden are not enough: what a
+// binary carries, and packages kept light for their importers' sake. A
+// path starting with "/" is relative to the module root; any other is an
+// import path. A path also covers the packages under it.
+var linkRules = []struct {
+	pkg  string
+	want string   // a package the listing must hold: proof that it is of the right thing
+	bad  []string // what it must not link
+	// rootOnly: it links nothing but the standard library, the root
+	// package and what the root links.
+	rootOnly bool
+	badWord  string // no linked package's path may contain it
+}{
+	// The binary: no benchmark code, no load generator, no second HTTP
+	// transport, no release tooling.
+	{
+		pkg: "./cmd/trove", want: "/httpapi",
+		bad:     []string{"/internal/bench", "/internal/loadgen", "/internal/scale", "/internal/release", "github.com/valyala/fasthttp", "github.com/google/go-containerregistry", "github.com/CycloneDX/cyclonedx-go"},
+		badWord: "bench",
+	},
+	// The console shows a dream's change set (dreamdiff) and never runs
+	// one; it reaches the services through the root's interfaces only.
+	{
+		pkg: "./console", want: "/dreamdiff",
+		bad: []string{"/core", "/storage", "/dreamrun", "/memtool", "/httpapi", "github.com/anthropics/anthropic-sdk-go"},
+	},
+	// A dream's change set is pure: the console and the CLI link it
+	// without the runner.
+	{pkg: "./dreamdiff", want: module, rootOnly: true},
+}
+
+// TestLinks checks linkRules.
+func TestLinks(t *testing.T) {
+	pkgs := []string{"."}
+	for _, r := range linkRules {
+		pkgs = append(pkgs, r.pkg)
+	}
+	// One go list for all: each line is a package and what it links.
+	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}, pkgs...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go list -deps ./cmd/trove: %v\n%s", err, out)
+		t.Fatalf("go list %v: %v\n%s", pkgs, err, out)
 	}
-	pkgs := strings.Fields(string(out))
-	if !slices.Contains(pkgs, module+"/httpapi") {
-		t.Fatalf("go list -deps ./cmd/trove lacks httpapi; is it the binary?\n%s", out)
+	deps := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			deps[f[0]] = f[1:]
+		}
 	}
-	for _, p := range pkgs {
-		for _, bad := range []string{module + "/internal/bench", module + "/internal/loadgen", module + "/internal/scale", module + "/internal/release", "github.com/valyala/fasthttp", "github.com/google/go-containerregistry", "github.com/CycloneDX/cyclonedx-go"} {
-			if p == bad || strings.HasPrefix(p, bad+"/") {
-				t.Errorf("the trove binary links %s", p)
+	full := func(p string) string {
+		if strings.HasPrefix(p, "/") {
+			return module + p
+		}
+		return p
+	}
+	covers := func(rule, p string) bool {
+		rule = full(rule)
+		return p == rule || strings.HasPrefix(p, rule+"/")
+	}
+	rootLinks := map[string]bool{module: true}
+	for _, p := range deps[module] {
+		rootLinks[p] = true
+	}
+	for _, r := range linkRules {
+		t.Run(strings.TrimPrefix(r.pkg, "./"), func(t *testing.T) {
+			path := module + strings.TrimPrefix(r.pkg, ".")
+			linked, ok := deps[path]
+			if !ok {
+				t.Fatalf("go list did not list %s:\n%s", path, out)
 			}
-		}
-		if strings.Contains(p, "bench") {
-			t.Errorf("the trove binary links %s, a benchmark package by its name", p)
-		}
+			if !slices.Contains(linked, full(r.want)) {
+				t.Fatalf("%s does not link %s; is the listing of the right package?", path, full(r.want))
+			}
+			for _, bad := range r.bad {
+				if hits := slices.DeleteFunc(slices.Clone(linked), func(p string) bool { return !covers(bad, p) }); len(hits) > 0 {
+					t.Errorf("%s links %s (%d packages: %s)", path, bad, len(hits), strings.Join(hits, " "))
+				}
+			}
+			for _, p := range linked {
+				if r.badWord != "" && strings.Contains(p, r.badWord) {
+					t.Errorf("%s links %s, whose path says %q", path, p, r.badWord)
+				}
+				std := !strings.Contains(strings.Split(p, "/")[0], ".")
+				if r.rootOnly && !std && !rootLinks[p] {
+					t.Errorf("%s links %s: only the standard library, the root package and what the root links are allowed", path, p)
+				}
+			}
+		})
 	}
 }
 

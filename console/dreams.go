@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamdiff"
 	"github.com/trovehq/trove/internal/textdiff"
 )
 
@@ -185,7 +185,7 @@ type dreamData struct {
 }
 
 // dreamPage shows a dream's fields, its error if it failed, and its change
-// set: the difference between its input and output (dream.ChangeSet, as
+// set: the difference between its input and output (dreamdiff.ChangeSet, as
 // trove dreams diff shows it), memory by memory.
 func (h *Handler) dreamPage(w http.ResponseWriter, r *http.Request, s *signed) error {
 	if h.dreams == nil {
@@ -205,7 +205,7 @@ func (h *Handler) dreamPage(w http.ResponseWriter, r *http.Request, s *signed) e
 			d.Output = st
 		}
 	}
-	changes, err := dream.ChangeSet(ctx, h.svc, dr)
+	changes, err := dreamdiff.ChangeSet(ctx, h.svc, dr)
 	switch trove.ErrorCode(err) {
 	case "":
 	case trove.ENOTFOUND:

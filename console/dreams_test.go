@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamrun"
 	"github.com/trovehq/trove/internal/claudetest"
 )
 
@@ -43,7 +43,7 @@ func dreamFixture(t *testing.T, e *env, turns ...claudetest.Turn) (*trove.Store,
 	}
 	claude := claudetest.New(t, turns...)
 	c := anthropic.NewClient(option.WithBaseURL(claude.URL), option.WithAPIKey("sk-ant-test-key"), option.WithMaxRetries(0))
-	r := dream.New(dream.Config{Service: e.svc, Claude: &c, Heartbeat: 50 * time.Millisecond, Poll: 20 * time.Millisecond})
+	r := dreamrun.New(dreamrun.Config{Service: e.svc, Claude: &c, Heartbeat: 50 * time.Millisecond, Poll: 20 * time.Millisecond})
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(rctx); close(done) }()

@@ -284,7 +284,7 @@ func cloneDream(d *trove.Dream) *trove.Dream {
 // ClaimDream takes, for lease, the oldest dream that is pending or whose
 // runner's lease expired (a node that died), on behalf of the runner named
 // owner. It returns nil, nil when there is none. The caller decides what a
-// claimed dream that is not pending means (see package dream).
+// claimed dream that is not pending means (see package dreamrun).
 func (s *Service) ClaimDream(ctx context.Context, owner string, lease time.Duration) (*trove.Dream, error) {
 	var out *trove.Dream
 	err := s.write(ctx, "ClaimDream", func(tx storage.Tx) error {

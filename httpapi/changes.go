@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/follow"
 )
 
 // The change feed (trove.ChangeService), a Trove extension:
@@ -404,76 +405,51 @@ func (c *Client) WaitChanges(ctx context.Context, storeID string, after int64) (
 // stream is open and false each time it is lost. It returns when ctx ends
 // (ctx's error), when fn returns an error (that error), or on an answer
 // that reconnecting cannot change: ENOTFOUND (errors.ErrUnsupported when
-// the server has no feed), EUNAUTHENTICATED, EFORBIDDEN, EINVALID.
+// the server has no feed), EUNAUTHENTICATED, EFORBIDDEN, EINVALID. The
+// loop is internal/follow's; streamOnce is one connection.
 func (c *Client) FollowChanges(ctx context.Context, storeID string, after int64, fn func(trove.Change) error, connected func(bool)) error {
 	if storeID == "" {
 		return errStoreNotFound("")
 	}
 	hc := *c.http
 	hc.Timeout = 0 // a stream has no end; heartbeats and ctx bound it
-	backoff := 100 * time.Millisecond
-	for {
-		opened, err := c.followOnce(ctx, &hc, storeID, &after, fn, connected)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var fe *fnError
-		if errors.As(err, &fe) {
-			return fe.err
-		}
-		switch trove.ErrorCode(err) {
-		case trove.ENOTFOUND, trove.EUNAUTHENTICATED, trove.EFORBIDDEN, trove.EINVALID:
-			return err
-		}
-		if opened {
-			backoff = 100 * time.Millisecond
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed) error {
+		return c.streamOnce(ctx, &hc, storeID, f)
+	}, fn, connected)
 }
 
-// fnError wraps the error of FollowChanges' fn, to tell it from the
-// stream's.
+// fnError wraps the error of FollowEvents' fn (client_sessions.go), to
+// tell it from the stream's.
 type fnError struct{ err error }
 
 func (e *fnError) Error() string { return e.err.Error() }
 
-// followOnce reads one stream until it ends; *after advances with every
-// change delivered. opened reports whether the stream was established.
-func (c *Client) followOnce(ctx context.Context, hc *http.Client, storeID string, after *int64, fn func(trove.Change) error, connected func(bool)) (opened bool, err error) {
+// streamOnce reads one stream of the store's changes after f.After()
+// until it ends, handing each change to f.Deliver.
+func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string, f *follow.Feed) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	u := c.base + changesPath(storeID) + "?after=" + strconv.FormatInt(*after, 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	after := strconv.FormatInt(f.After(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+changesPath(storeID)+"?after="+after, nil)
 	if err != nil {
-		return false, trove.Errorf(trove.EINVALID, "building the request: %v", err)
+		return trove.Errorf(trove.EINVALID, "building the request: %v", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
+	req.Header.Set("Last-Event-ID", after)
 	if c.workspace != "" {
 		req.Header.Set("anthropic-workspace-id", c.workspace)
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		return false, &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}
+		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		return false, changesErr(fromEnvelope(res.StatusCode, data, &httpStatusError{method: http.MethodGet, path: changesPath(storeID), status: res.StatusCode, statusText: res.Status, changes: res.Header.Get(changesHeader) != ""}))
+		return changesErr(fromEnvelope(res.StatusCode, data, &httpStatusError{method: http.MethodGet, path: changesPath(storeID), status: res.StatusCode, statusText: res.Status, changes: res.Header.Get(changesHeader) != ""}))
 	}
-	if connected != nil {
-		connected(true)
-		defer connected(false)
-	}
+	f.Live()
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var event, data string
@@ -494,16 +470,13 @@ func (c *Client) followOnce(ctx context.Context, hc *http.Client, storeID string
 		case "change":
 			var wc wireChange
 			if err := json.Unmarshal([]byte(data), &wc); err != nil {
-				return true, &trove.Error{Code: trove.EINTERNAL, Message: "the server sent a change that is not valid JSON", Err: err}
+				return &trove.Error{Code: trove.EINTERNAL, Message: "the server sent a change that is not valid JSON", Err: err}
 			}
-			if wc.Seq > *after {
-				if err := fn(changeFromWire(&wc)); err != nil {
-					return true, &fnError{err}
-				}
-				*after = wc.Seq
+			if err := f.Deliver(changeFromWire(&wc)); err != nil {
+				return err
 			}
 		case "error":
-			return true, fromEnvelope(http.StatusOK, []byte(data), errors.New("error event in the change stream"))
+			return fromEnvelope(http.StatusOK, []byte(data), errors.New("error event in the change stream"))
 		}
 		event, data = "", ""
 	}
@@ -511,5 +484,5 @@ func (c *Client) followOnce(ctx context.Context, hc *http.Client, storeID string
 	if err == nil {
 		err = io.ErrUnexpectedEOF
 	}
-	return true, &trove.Error{Code: trove.EUNAVAILABLE, Message: "the change stream ended", Err: err}
+	return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the change stream ended", Err: err}
 }

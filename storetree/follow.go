@@ -2,10 +2,9 @@ package storetree
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/follow"
 )
 
 // ChangeFollower is implemented by change services that can stream a
@@ -34,73 +33,36 @@ func FeedHead(ctx context.Context, cs trove.ChangeService, storeID string) (int6
 // a pause growing from 100 ms to 5 s. connected, when not nil, is told
 // when the feed is live (true) and when it is lost (false). It uses the
 // service's own stream when it is a ChangeFollower, else WaitChanges and
-// ListChanges.
+// ListChanges; either way the loop is internal/follow's.
 func Follow(ctx context.Context, cs trove.ChangeService, storeID string, after int64, fn func(trove.Change) error, connected func(bool)) error {
 	if f, ok := cs.(ChangeFollower); ok {
 		return f.FollowChanges(ctx, storeID, after, fn, connected)
 	}
-	if connected == nil {
-		connected = func(bool) {}
-	}
-	up := false
-	set := func(v bool) {
-		if v != up {
-			up = v
-			connected(v)
-		}
-	}
-	defer set(false)
-	backoff := 100 * time.Millisecond
-	for {
-		err := followOnce(ctx, cs, storeID, &after, fn, set)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var fe *fnError
-		if errors.As(err, &fe) {
-			return fe.err
-		}
-		switch trove.ErrorCode(err) {
-		case trove.ENOTFOUND, trove.EUNAUTHENTICATED, trove.EFORBIDDEN, trove.EINVALID:
-			return err
-		}
-		set(false)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed) error {
+		return pollOnce(ctx, cs, storeID, f)
+	}, fn, connected)
 }
 
-type fnError struct{ err error }
-
-func (e *fnError) Error() string { return e.err.Error() }
-
-func followOnce(ctx context.Context, cs trove.ChangeService, storeID string, after *int64, fn func(trove.Change) error, set func(bool)) error {
+// pollOnce is one connection of a feed read with ListChanges and
+// WaitChanges: it is live once a page is read, and lasts until a call
+// fails.
+func pollOnce(ctx context.Context, cs trove.ChangeService, storeID string, f *follow.Feed) error {
 	for {
-		b, err := cs.ListChanges(ctx, storeID, trove.ListChangesParams{After: *after, Limit: 100})
+		b, err := cs.ListChanges(ctx, storeID, trove.ListChangesParams{After: f.After(), Limit: 100})
 		if err != nil {
 			return err
 		}
-		set(true)
+		f.Live()
 		for _, c := range b.Changes {
-			if c.Seq <= *after {
-				continue
+			if err := f.Deliver(c); err != nil {
+				return err
 			}
-			if err := fn(c); err != nil {
-				return &fnError{err}
-			}
-			*after = c.Seq
 		}
-		*after = max(*after, b.Cursor)
+		f.Advance(b.Cursor)
 		if b.More {
 			continue
 		}
-		if _, err := cs.WaitChanges(ctx, storeID, *after); err != nil {
+		if _, err := cs.WaitChanges(ctx, storeID, f.After()); err != nil {
 			return err
 		}
 	}

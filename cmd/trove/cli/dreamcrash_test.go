@@ -18,7 +18,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamrun"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/claudetest"
 	"github.com/trovehq/trove/internal/pgtest"
@@ -103,7 +103,7 @@ func TestDreamSurvivesKill9(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got.Status != "failed" || got.Error.Type != trove.DreamErrRunnerLost || got.Error.Message != dream.MsgRunnerLost || len(got.Outputs) != 1 {
+	if got.Status != "failed" || got.Error.Type != trove.DreamErrRunnerLost || got.Error.Message != dreamrun.MsgRunnerLost || len(got.Outputs) != 1 {
 		t.Fatalf("dream after kill -9 and restart = %s", got.RawJSON())
 	}
 	c2 := httpapi.NewClient(url2, key)
@@ -277,7 +277,7 @@ func TestServeWithoutAnthropicKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Status.Terminal() {
-			if got.Status != trove.DreamFailed || got.Error == nil || got.Error.Type != trove.DreamErrModelNotConfigured || got.Error.Message != dream.MsgNoAPIKey {
+			if got.Status != trove.DreamFailed || got.Error == nil || got.Error.Type != trove.DreamErrModelNotConfigured || got.Error.Message != dreamrun.MsgNoAPIKey {
 				t.Fatalf("dream without a key = %+v", got)
 			}
 			break

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamdiff"
 	"github.com/trovehq/trove/httpapi"
 )
 
@@ -234,7 +234,7 @@ func (c *clientCmd) dreamsDiffCmd() *cobra.Command {
 				if err != nil {
 					return notFoundDream(err, args[0])
 				}
-				changes, err := dream.ChangeSet(k.ctx, k.svc, d)
+				changes, err := dreamdiff.ChangeSet(k.ctx, k.svc, d)
 				if err != nil {
 					return err
 				}
@@ -248,7 +248,7 @@ func (c *clientCmd) dreamsDiffCmd() *cobra.Command {
 
 // printChangeSet prints a dream's change set as unified diffs (with stat,
 // one line per path), or its JSON.
-func (c *clientCmd) printChangeSet(d *trove.Dream, changes []dream.Change, stat bool) error {
+func (c *clientCmd) printChangeSet(d *trove.Dream, changes []dreamdiff.Change, stat bool) error {
 	if c.json() {
 		out := make([]map[string]any, len(changes))
 		for i, ch := range changes {

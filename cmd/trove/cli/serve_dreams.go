@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trovehq/trove/core"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamrun"
 	"github.com/trovehq/trove/httpapi"
 )
 
@@ -35,7 +35,7 @@ func addDreamFlags(f *pflag.FlagSet, c *dreamConfig) {
 	f.IntVar(&c.workers, "dream-workers", 1, "dreams this node runs at once; 0 runs none here (another node runs them)")
 	f.DurationVar(&c.lease, "dream-lease", 30*time.Second, "how long a node holds a dream without a heartbeat; a node that dies leaves its dreams to be failed (runner_lost) this long after")
 	f.DurationVar(&c.heartbeat, "dream-heartbeat", 2*time.Second, "how often a running dream's lease is renewed and its cancel checked")
-	b := dream.DefaultBudget()
+	b := dreamrun.DefaultBudget()
 	f.IntVar(&c.maxTurns, "dream-max-turns", b.MaxTurns, "Messages requests per dream before it fails (budget_exhausted)")
 	f.Int64Var(&c.maxTokens, "dream-max-tokens", b.MaxTokens, "input+output tokens per dream before it fails (budget_exhausted)")
 	f.DurationVar(&c.maxDuration, "dream-max-duration", b.MaxDuration, "wall time per dream before it fails (timeout)")
@@ -87,9 +87,9 @@ func startDreams(c dreamConfig, svc *core.Service, log *slog.Logger) (stop func(
 		return func() {}, nil
 	}
 	key := c.key()
-	cfg := dream.Config{
+	cfg := dreamrun.Config{
 		Service: svc, Workers: c.workers, Lease: c.lease, Heartbeat: c.heartbeat, Logger: log,
-		Budget: dream.Budget{MaxTurns: c.maxTurns, MaxTokens: c.maxTokens, MaxDuration: c.maxDuration},
+		Budget: dreamrun.Budget{MaxTurns: c.maxTurns, MaxTokens: c.maxTokens, MaxDuration: c.maxDuration},
 	}
 	if key == "" {
 		log.Warn("dreams: no Anthropic API key (--anthropic-api-key or ANTHROPIC_API_KEY); every dream will fail with model_not_configured")
@@ -102,7 +102,7 @@ func startDreams(c dreamConfig, svc *core.Service, log *slog.Logger) (stop func(
 		cfg.Claude = &client
 		log.Info("dreams: runner started", "workers", c.workers, "base_url", c.baseURL)
 	}
-	r := dream.New(cfg)
+	r := dreamrun.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

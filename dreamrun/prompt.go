@@ -1,4 +1,4 @@
-package dream
+package dreamrun
 
 // SystemPrompt is Trove's dream prompt. The request's instructions, when
 // given, follow it under their own heading.

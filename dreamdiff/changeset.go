@@ -1,4 +1,8 @@
-package dream
+// Package dreamdiff is a dream's change set: what a dream changed, by
+// path, read through trove.Services. It is pure (the root and the standard
+// library only), so that the console and the CLI can show a dream's diff
+// without linking the runner (dreamrun: core, the model API's SDK).
+package dreamdiff
 
 import (
 	"context"

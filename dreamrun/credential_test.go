@@ -1,4 +1,4 @@
-package dream_test
+package dreamrun_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamrun"
 	"github.com/trovehq/trove/internal/claudetest"
 )
 
@@ -49,7 +49,7 @@ func TestDreamCreatorRevokedBeforeClaim(t *testing.T) {
 	st, se := e.fixture(t)
 	d := e.create(t, params(st.ID, se.ID))
 	e.revokeCreator(t)
-	srv := e.run(t, dream.Config{}, false, claudetest.Turn{Text: "done"})
+	srv := e.run(t, dreamrun.Config{}, false, claudetest.Turn{Text: "done"})
 	got := e.waitCore(t, d.ID, 20*time.Second)
 	if got.Status != trove.DreamFailed || got.Error == nil || got.Error.Type != trove.DreamErrCredentialRevoked ||
 		!strings.Contains(got.Error.Message, "revoked") {
@@ -75,7 +75,7 @@ func TestDreamCreatorRevokedMidRun(t *testing.T) {
 	st, se := e.fixture(t)
 	hold, reached := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(hold) })
-	srv := e.run(t, dream.Config{}, false,
+	srv := e.run(t, dreamrun.Config{}, false,
 		claudetest.Turn{Hold: hold, Reached: reached},
 		claudetest.Turn{Text: "done"})
 	d := e.create(t, params(st.ID, se.ID))

@@ -1,18 +1,19 @@
-// Package dream runs dreams: a Runner inside trove serve claims queued
+// Package dreamrun runs dreams: a Runner inside trove serve claims queued
 // dreams from the database (a durable queue shared by every node), and for
 // each one prepares the output store (a copy of the input for create_new,
 // the input itself for update_existing), opens a session for the dream,
 // and runs a Messages API loop through the official Go SDK with the memory
 // tool over the output store and a read-only transcript tool over the input
 // sessions. Every write is a version attributed to the dream's session, so
-// the change set is reviewable as a diff against the input.
+// the change set is reviewable as a diff against the input
+// (dreamdiff.ChangeSet).
 //
 // Leases and heartbeats: a claimed dream is held by one runner for Lease,
 // renewed every Heartbeat. A heartbeat also reads the dream, so a cancel
 // stops the run within Heartbeat; a lost lease stops it too. A dream whose
 // runner died (its lease expired while running) is claimed again by some
 // runner and failed with error type runner_lost: it never stays running.
-package dream
+package dreamrun
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package dream
+package dreamrun
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package dream_test
+package dreamrun_test
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamdiff"
+	"github.com/trovehq/trove/dreamrun"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/claudetest"
 	"github.com/trovehq/trove/storage"
@@ -68,7 +69,7 @@ func newEnvOn(t *testing.T, db storage.Driver) *env {
 // run starts a runner over e whose Messages API is a scripted server
 // answering turns; cfg's zero fields get fast test values. With noKey the
 // runner has no Messages client at all.
-func (e *env) run(t *testing.T, cfg dream.Config, noKey bool, turns ...claudetest.Turn) *claudetest.Server {
+func (e *env) run(t *testing.T, cfg dreamrun.Config, noKey bool, turns ...claudetest.Turn) *claudetest.Server {
 	t.Helper()
 	e.claude = claudetest.New(t, turns...)
 	if !noKey {
@@ -82,7 +83,7 @@ func (e *env) run(t *testing.T, cfg dream.Config, noKey bool, turns ...claudetes
 	if cfg.Poll == 0 {
 		cfg.Poll = 20 * time.Millisecond
 	}
-	r := dream.New(cfg)
+	r := dreamrun.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -253,7 +254,7 @@ func testDreamEndToEnd(t *testing.T, e *env) {
 		}, Usage: claudetest.Usage{Input: 1300, Output: 40, CacheRead: 800}},
 		{Text: "Merged the duplicate drinks memory, replaced coffee with tea and Paris with Lyon.", Usage: claudetest.Usage{Input: 1400, Output: 30}},
 	}
-	e.run(t, dream.Config{}, false, script...)
+	e.run(t, dreamrun.Config{}, false, script...)
 	e2 := e
 	inputBefore := e2.contents(t, st.ID)
 	versionsBefore := len(e2.versions(t, st.ID))
@@ -318,7 +319,7 @@ func testDreamEndToEnd(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes, err := dream.ChangeSet(e2.ctx, e2.svc, dd)
+	changes, err := dreamdiff.ChangeSet(e2.ctx, e2.svc, dd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestDreamCancelMidRun(t *testing.T) {
 	st, se := e.fixture(t)
 	hold, reached := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(hold) })
-	e.run(t, dream.Config{}, false,
+	e.run(t, dreamrun.Config{}, false,
 		claudetest.Turn{ToolUses: []claudetest.ToolUse{mem(map[string]any{"command": "create", "path": "/memories/partial.md", "file_text": "partial\n"})},
 			Usage: claudetest.Usage{Input: 10, Output: 5}},
 		claudetest.Turn{Hold: hold, Reached: reached},
@@ -423,7 +424,7 @@ func TestDreamFailures(t *testing.T) {
 	t.Cleanup(func() { close(hold) })
 	cases := []struct {
 		name    string
-		cfg     dream.Config
+		cfg     dreamrun.Config
 		noKey   bool
 		turns   []claudetest.Turn
 		loop    bool
@@ -431,9 +432,9 @@ func TestDreamFailures(t *testing.T) {
 		typ     string
 		msg     string
 	}{
-		{name: "turn budget", cfg: dream.Config{Budget: dream.Budget{MaxTurns: 3}}, loop: true, typ: trove.DreamErrBudgetExhausted, msg: "budget of 3 model turns"},
-		{name: "token budget", cfg: dream.Config{Budget: dream.Budget{MaxTokens: 250}}, loop: true, typ: trove.DreamErrBudgetExhausted, msg: "past its budget of 250"},
-		{name: "time budget", cfg: dream.Config{Budget: dream.Budget{MaxDuration: 300 * time.Millisecond}}, turns: []claudetest.Turn{{Hold: hold}}, typ: trove.DreamErrTimeout, msg: "time budget"},
+		{name: "turn budget", cfg: dreamrun.Config{Budget: dreamrun.Budget{MaxTurns: 3}}, loop: true, typ: trove.DreamErrBudgetExhausted, msg: "budget of 3 model turns"},
+		{name: "token budget", cfg: dreamrun.Config{Budget: dreamrun.Budget{MaxTokens: 250}}, loop: true, typ: trove.DreamErrBudgetExhausted, msg: "past its budget of 250"},
+		{name: "time budget", cfg: dreamrun.Config{Budget: dreamrun.Budget{MaxDuration: 300 * time.Millisecond}}, turns: []claudetest.Turn{{Hold: hold}}, typ: trove.DreamErrTimeout, msg: "time budget"},
 		{name: "no API key", noKey: true, typ: trove.DreamErrModelNotConfigured, msg: "--anthropic-api-key"},
 		{name: "Messages API error", turns: []claudetest.Turn{{Status: 529}}, typ: trove.DreamErrModelRequestFailed, msg: "529"},
 		{name: "input store archived", prepare: func(e *env, st *trove.Store, se *trove.Session) {
@@ -441,7 +442,7 @@ func TestDreamFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, typ: trove.DreamErrStoreUnavailable, msg: "archived or deleted"},
-		{name: "input too large", cfg: dream.Config{MaxInputBytes: 50}, typ: trove.DreamErrStoreTooLarge, msg: "more than 50 bytes"},
+		{name: "input too large", cfg: dreamrun.Config{MaxInputBytes: 50}, typ: trove.DreamErrStoreTooLarge, msg: "more than 50 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -484,7 +485,7 @@ func TestDreamLongTranscript(t *testing.T) {
 	read := func(off int) claudetest.ToolUse {
 		return claudetest.ToolUse{Name: "read_transcript", Input: map[string]any{"session_id": se.ID, "offset": off}}
 	}
-	srv := e.run(t, dream.Config{TranscriptPage: 4000}, false,
+	srv := e.run(t, dreamrun.Config{TranscriptPage: 4000}, false,
 		claudetest.Turn{ToolUses: []claudetest.ToolUse{read(0)}},
 		claudetest.Turn{ToolUses: []claudetest.ToolUse{read(3999), read(10_000_000)}},
 		claudetest.Turn{Text: "done"})
@@ -517,9 +518,9 @@ func TestDreamRunnerLost(t *testing.T) {
 	if _, err := e.svc.RecordDream(context.Background(), d.ID, "dead-node", 50*time.Millisecond, core.DreamProgress{Running: true}); err != nil {
 		t.Fatal(err)
 	}
-	srv := e.run(t, dream.Config{}, false)
+	srv := e.run(t, dreamrun.Config{}, false)
 	got := e.wait(t, d.ID, 20*time.Second)
-	if got.Status != "failed" || got.Error.Type != trove.DreamErrRunnerLost || got.Error.Message != dream.MsgRunnerLost {
+	if got.Status != "failed" || got.Error.Type != trove.DreamErrRunnerLost || got.Error.Message != dreamrun.MsgRunnerLost {
 		t.Fatalf("dream = %s", got.RawJSON())
 	}
 	if len(srv.Requests()) != 0 {
@@ -537,7 +538,7 @@ func TestDreamInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold, reached := make(chan struct{}), make(chan struct{})
-	e.run(t, dream.Config{}, false,
+	e.run(t, dreamrun.Config{}, false,
 		claudetest.Turn{ToolUses: []claudetest.ToolUse{
 			mem(map[string]any{"command": "delete", "path": "/memories/prefs/drinks-copy.md"}),
 			mem(map[string]any{"command": "str_replace", "path": "/memories/home.md", "old_str": "Paris", "new_str": "Lyon"}),
@@ -570,7 +571,7 @@ func TestDreamInPlace(t *testing.T) {
 		t.Errorf("store after the in-place dream (-want +got):\n%s", diff)
 	}
 	dd, _ := e.svc.GetDream(e.ctx, d.ID)
-	changes, err := dream.ChangeSet(e.ctx, e.svc, dd)
+	changes, err := dreamdiff.ChangeSet(e.ctx, e.svc, dd)
 	if err != nil {
 		t.Fatal(err)
 	}

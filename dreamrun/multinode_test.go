@@ -1,4 +1,4 @@
-package dream_test
+package dreamrun_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
-	"github.com/trovehq/trove/dream"
+	"github.com/trovehq/trove/dreamrun"
 	"github.com/trovehq/trove/internal/claudetest"
 	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage/postgres"
@@ -99,7 +99,7 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i, svc := range []*core.Service{svcA, svcB} {
-		r := dream.New(dream.Config{Service: svc, Claude: &client, Owner: fmt.Sprintf("node-%d", i), Workers: 2,
+		r := dreamrun.New(dreamrun.Config{Service: svc, Claude: &client, Owner: fmt.Sprintf("node-%d", i), Workers: 2,
 			Poll: 5 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
 		wg.Go(func() { r.Run(rctx) })
 	}
