@@ -22,9 +22,11 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/backup"
+	"github.com/trovehq/trove/cmd/trove/cli"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/pgtest"
+	"github.com/trovehq/trove/internal/racechild"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
@@ -32,7 +34,19 @@ import (
 	"github.com/trovehq/trove/storage/storagetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// asTroveEnv, set to 1 in the environment of this test binary, makes it the
+// trove command (cmd/trove's main) instead of the tests: TestBackupScale
+// runs `trove backup` and `trove restore` as processes without building
+// trove.
+const asTroveEnv = "TROVE_TEST_AS_TROVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asTroveEnv) == "1" {
+		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	racechild.Setenv()
+	os.Exit(pgtest.Main(m))
+}
 
 func openSQLite(t *testing.T) storage.Driver {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/trovehq/trove/cmd/trove/cli"
+	"github.com/trovehq/trove/internal/racechild"
 )
 
 // asTroveEnv, set to 1 in the environment of this test binary, makes it the
@@ -16,5 +17,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asTroveEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	racechild.Setenv()
 	os.Exit(m.Run())
 }

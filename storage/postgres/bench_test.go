@@ -15,6 +15,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/internal/pgtest"
+	"github.com/trovehq/trove/internal/racechild"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 )
@@ -96,6 +97,7 @@ var benchSchema, benchURL string
 // TestMain stops the private PostgreSQL cluster, if one was started
 // (pgtest.Main), after dropping the benchmarks' schema.
 func TestMain(m *testing.M) {
+	racechild.Setenv()
 	os.Exit(pgtest.Main(run{m}))
 }
 

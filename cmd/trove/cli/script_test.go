@@ -20,12 +20,14 @@ import (
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/claudetest"
 	"github.com/trovehq/trove/internal/pgtest"
+	"github.com/trovehq/trove/internal/racechild"
 )
 
 // TestMain lets the test binary act as the trove command in scripts, and
 // stops the private PostgreSQL cluster, if one was started, when the tests
 // end (pgtest.Main).
 func TestMain(m *testing.M) {
+	racechild.Setenv()
 	testscript.Main(pgtestRun{m}, map[string]func(){
 		"trove": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
@@ -62,6 +64,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
+			env.Setenv("GORACE", os.Getenv("GORACE")) // racechild: no exit pause
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(env.WorkDir, "home", ".local", "share"))
