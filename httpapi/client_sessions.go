@@ -246,3 +246,149 @@ func (c *Client) followEventsOnce(ctx context.Context, hc *http.Client, sessionI
 	}
 	return true, nil
 }
+
+// Sessions, over plain net/http.
+
+// CreateSession attaches stores to a new session and returns it with its
+// token.
+func (c *Client) CreateSession(ctx context.Context, p trove.CreateSessionParams) (*trove.Session, string, error) {
+	if p.Agent != nil {
+		return c.createManagedSession(ctx, p)
+	}
+	body := wireCreateSession{Resources: make([]wireSessionResourceParam, len(p.Stores))}
+	for i, a := range p.Stores {
+		typ, id := "memory_store", a.StoreID
+		r := wireSessionResourceParam{Type: &typ, MemoryStoreID: &id}
+		if a.Access != "" {
+			acc := string(a.Access)
+			r.Access = &acc
+		}
+		if a.Instructions != "" {
+			in := a.Instructions
+			r.Instructions = &in
+		}
+		body.Resources[i] = r
+	}
+	var out wireSessionIn
+	ws, err := c.do(ctx, http.MethodPost, "/trove/v1/sessions", nil, &body, &out)
+	if err != nil {
+		return nil, "", err
+	}
+	return out.toSession(ws), out.Token, nil
+}
+
+// GetSession returns a session of the credential's workspace.
+func (c *Client) GetSession(ctx context.Context, sessionID string) (*trove.Session, error) {
+	if sessionID == "" {
+		return nil, trove.Errorf(trove.ENOTFOUND, "session \"\" not found")
+	}
+	var out wireSessionIn
+	ws, err := c.do(ctx, http.MethodGet, "/trove/v1/sessions/"+url.PathEscape(sessionID), nil, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	return out.toSession(ws), nil
+}
+
+// ListSessions lists sessions newest first.
+func (c *Client) ListSessions(ctx context.Context, p trove.ListSessionsParams) (*trove.Page[trove.Session], error) {
+	q := url.Values{}
+	if p.StoreID != "" {
+		q.Set("memory_store_id", p.StoreID)
+	}
+	if p.Limit != 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("page", p.Cursor)
+	}
+	var out struct {
+		Data     []wireSessionIn `json:"data"`
+		NextPage *string         `json:"next_page"`
+	}
+	ws, err := c.do(ctx, http.MethodGet, "/trove/v1/sessions", q, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	page := &trove.Page[trove.Session]{Data: make([]trove.Session, len(out.Data))}
+	if out.NextPage != nil {
+		page.NextPage = *out.NextPage
+	}
+	for i := range out.Data {
+		page.Data[i] = *out.Data[i].toSession(ws)
+	}
+	return page, nil
+}
+
+// EndSession ends a session (idempotent).
+func (c *Client) EndSession(ctx context.Context, sessionID string) (*trove.Session, error) {
+	if sessionID == "" {
+		return nil, trove.Errorf(trove.ENOTFOUND, "session \"\" not found")
+	}
+	var out wireSessionIn
+	ws, err := c.do(ctx, http.MethodPost, "/trove/v1/sessions/"+url.PathEscape(sessionID)+"/end", nil, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	return out.toSession(ws), nil
+}
+
+// wireSessionIn is a session as the client reads it.
+type wireSessionIn struct {
+	ID        string `json:"id"`
+	Resources []struct {
+		MemoryStoreID string  `json:"memory_store_id"`
+		Access        string  `json:"access"`
+		Name          string  `json:"name"`
+		Description   string  `json:"description"`
+		Instructions  *string `json:"instructions"`
+		MountPath     string  `json:"mount_path"`
+	} `json:"resources"`
+	CreatedAt string  `json:"created_at"`
+	EndedAt   *string `json:"ended_at"`
+	Token     string  `json:"token"`
+
+	Status        string            `json:"status"`
+	Title         *string           `json:"title"`
+	Metadata      map[string]string `json:"metadata"`
+	UpdatedAt     string            `json:"updated_at"`
+	ArchivedAt    *string           `json:"archived_at"`
+	AgentID       string            `json:"agent_id"`
+	AgentVersion  int64             `json:"agent_version"`
+	EnvironmentID string            `json:"environment_id"`
+}
+
+func (w *wireSessionIn) toSession(workspaceID string) *trove.Session {
+	s := &trove.Session{ID: w.ID, WorkspaceID: workspaceID, CreatedAt: parseTime(w.CreatedAt), Stores: make([]trove.SessionStore, len(w.Resources)),
+		Status: trove.SessionStatus(w.Status), Metadata: w.Metadata}
+	if w.EndedAt != nil {
+		t := parseTime(*w.EndedAt)
+		s.EndedAt = &t
+	}
+	if w.Title != nil {
+		s.Title = *w.Title
+	}
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	if w.UpdatedAt != "" {
+		s.UpdatedAt = parseTime(w.UpdatedAt)
+	}
+	if w.ArchivedAt != nil {
+		t := parseTime(*w.ArchivedAt)
+		s.ArchivedAt = &t
+	}
+	if w.AgentID != "" {
+		s.Managed = &trove.ManagedSession{AgentID: w.AgentID, AgentVersion: w.AgentVersion, EnvironmentID: w.EnvironmentID}
+	}
+	for i, r := range w.Resources {
+		s.Stores[i] = trove.SessionStore{
+			StoreID: r.MemoryStoreID, Access: trove.Access(r.Access), Name: r.Name,
+			Description: r.Description, MountPath: r.MountPath,
+		}
+		if r.Instructions != nil {
+			s.Stores[i].Instructions = *r.Instructions
+		}
+	}
+	return s
+}

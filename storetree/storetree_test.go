@@ -470,3 +470,82 @@ func TestReload(t *testing.T) {
 		t.Errorf("RenameDir into itself: %v, want EINVALID", err)
 	}
 }
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	ctx, _, tr := fixture(t, nil, "/a/b.md", "/f.md")
+	tr.RememberDir("/empty")
+	tr.RememberDir("/f.md/under")
+	for _, tc := range []struct {
+		name string
+		path string
+		want storetree.Kind
+	}{
+		{"root", "/", storetree.KindDir},
+		{"implied directory", "/a", storetree.KindDir},
+		{"memory", "/a/b.md", storetree.KindFile},
+		{"nothing", "/a/c.md", storetree.KindNone},
+		{"nothing below nothing", "/x/y/z.md", storetree.KindNone},
+		{"below a memory", "/f.md/g.md", storetree.KindNotDir},
+		{"remembered directory", "/empty", storetree.KindDir},
+		{"invalid", "/a/../b", storetree.KindInvalid},
+		{"relative", "a/b.md", storetree.KindInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, m, err := tr.Classify(ctx, tc.path, trove.ViewFull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k != tc.want {
+				t.Errorf("Classify(%q) = %v, want %v", tc.path, k, tc.want)
+			}
+			if (m != nil) != (k == storetree.KindFile) {
+				t.Errorf("Classify(%q) memory = %v for kind %v", tc.path, m, k)
+			}
+			if m != nil && (m.Content == nil || *m.Content != "content of "+tc.path) {
+				t.Errorf("Classify(%q) read no content in the full view", tc.path)
+			}
+		})
+	}
+	if tr.IsRemembered("/f.md/under") {
+		t.Error("a memory found above a remembered directory left it remembered")
+	}
+}
+
+// failing fails every listing or every read of the store.
+type failing struct {
+	trove.Services
+	list bool
+}
+
+func (f failing) ListMemories(ctx context.Context, s string, p trove.ListMemoriesParams) (*trove.Page[trove.MemoryListItem], error) {
+	if f.list {
+		return nil, trove.Errorf(trove.EUNAVAILABLE, "listing down")
+	}
+	return f.Services.ListMemories(ctx, s, p)
+}
+
+func (f failing) GetMemory(ctx context.Context, s, id string, v trove.View) (*trove.Memory, error) {
+	if !f.list {
+		return nil, trove.Errorf(trove.EUNAVAILABLE, "reads down")
+	}
+	return f.Services.GetMemory(ctx, s, id, v)
+}
+
+func TestClassifyError(t *testing.T) {
+	t.Parallel()
+	for _, listing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("listing=%v", listing), func(t *testing.T) {
+			t.Parallel()
+			ctx, _, tr := fixture(t, func(s trove.Services) trove.Services { return failing{s, listing} }, "/a.md")
+			k, m, err := tr.Classify(ctx, "/a.md", trove.ViewBasic)
+			var ce *storetree.ClassifyError
+			if !errors.As(err, &ce) || ce.Listing != listing || trove.ErrorCode(err) != trove.EUNAVAILABLE {
+				t.Fatalf("Classify = %v, %v, %v; want a ClassifyError with Listing %v", k, m, err, listing)
+			}
+			if k != storetree.KindNone || m != nil {
+				t.Errorf("Classify returned %v, %v with an error", k, m)
+			}
+		})
+	}
+}

@@ -125,91 +125,34 @@ func (f *FS) fail(op string, err error) error {
 // lookup returns the live memory at name, or nil if none. With content it
 // returns the memory with its content.
 func (f *FS) lookup(ctx context.Context, name string, content bool) (*trove.Memory, error) {
-	view := trove.ViewBasic
-	if content {
-		view = trove.ViewFull
-	}
-	m, err := f.t.Lookup(ctx, memPath(name), view)
+	m, err := f.t.Lookup(ctx, memPath(name), view(content))
 	if err != nil {
 		return nil, f.fail("lookup", err)
 	}
 	return m, nil
 }
 
-// hasChildren reports whether some memory lies below the directory name.
-func (f *FS) hasChildren(ctx context.Context, name string) (bool, error) {
-	ok, err := f.t.HasChildren(ctx, memPath(name))
-	if err != nil {
-		return false, f.fail("list memories", err)
+// view is the view a read with or without content asks for.
+func view(content bool) trove.View {
+	if content {
+		return trove.ViewFull
 	}
-	return ok, nil
+	return trove.ViewBasic
 }
 
-// kind is what a name is in the store.
-type kind int
-
-const (
-	kNone    kind = iota // nothing; parents are directories or absent
-	kNotDir              // a parent is a file
-	kFile                // a memory
-	kDir                 // memories below it, or a remembered empty directory
-	kInvalid             // not a valid memory path: cannot exist
-)
-
-// classify returns what name is, with the memory (content filled when
-// content is set) for a file. A name whose ID is indexed costs one read.
-func (f *FS) classify(ctx context.Context, name string, content bool) (kind, *trove.Memory, error) {
-	if name == "" {
-		return kDir, nil, nil
-	}
-	if f.validName(name) != nil {
-		return kInvalid, nil, nil
-	}
-	_, cached := f.t.Cached(memPath(name))
-	checkedDir := false
-	if !cached {
-		// Probably a directory or nothing: one cheap listing tells a
-		// directory before scanning the parent for a file.
-		dir, err := f.hasChildren(ctx, name)
-		if err != nil {
-			return kNone, nil, err
+// classify returns what name is (storetree.Tree.Classify), with the memory
+// (content filled when content is set) for a file.
+func (f *FS) classify(ctx context.Context, name string, content bool) (storetree.Kind, *trove.Memory, error) {
+	k, m, err := f.t.Classify(ctx, memPath(name), view(content))
+	var ce *storetree.ClassifyError
+	if errors.As(err, &ce) {
+		op := "lookup"
+		if ce.Listing {
+			op = "list memories"
 		}
-		if dir {
-			return kDir, nil, nil
-		}
-		checkedDir = true
+		return k, nil, f.fail(op, ce.Err)
 	}
-	m, err := f.lookup(ctx, name, content)
-	if err != nil {
-		return kNone, nil, err
-	}
-	if m != nil {
-		return kFile, m, nil
-	}
-	if !checkedDir {
-		dir, err := f.hasChildren(ctx, name)
-		if err != nil {
-			return kNone, nil, err
-		}
-		if dir {
-			return kDir, nil, nil
-		}
-	}
-	// Nothing at name. Is a parent a file?
-	for a := storetree.Parent(name); a != ""; a = storetree.Parent(a) {
-		am, err := f.lookup(ctx, a, false)
-		if err != nil {
-			return kNone, nil, err
-		}
-		if am != nil {
-			f.t.ForgetTree(memPath(a))
-			return kNotDir, nil, nil
-		}
-	}
-	if f.t.IsRemembered(memPath(name)) {
-		return kDir, nil, nil
-	}
-	return kNone, nil, nil
+	return k, m, err
 }
 
 // ---- memtool.FS ----
@@ -225,11 +168,11 @@ func (f *FS) Stat(ctx context.Context, name string) (memtool.Info, error) {
 		return memtool.Info{}, err
 	}
 	switch k {
-	case kFile:
+	case storetree.KindFile:
 		return memtool.Info{Name: name, Kind: memtool.KindFile, Size: int64(m.SizeBytes)}, nil
-	case kDir:
+	case storetree.KindDir:
 		return memtool.Info{Name: name, Kind: memtool.KindDir}, nil
-	case kNotDir:
+	case storetree.KindNotDir:
 		return memtool.Info{}, memtool.ErrNotDir
 	}
 	return memtool.Info{}, memtool.ErrNotExist
@@ -267,9 +210,9 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]memtool.Info, error) {
 			return nil, err
 		}
 		switch k {
-		case kFile, kNotDir:
+		case storetree.KindFile, storetree.KindNotDir:
 			return nil, memtool.ErrNotDir
-		case kNone, kInvalid:
+		case storetree.KindNone, storetree.KindInvalid:
 			return nil, memtool.ErrNotExist
 		}
 	}
@@ -296,14 +239,14 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 		return nil, "", err
 	}
 	switch k {
-	case kFile:
+	case storetree.KindFile:
 		if maxBytes >= 0 && int64(m.SizeBytes) > maxBytes {
 			return nil, "", memtool.ErrTooLarge
 		}
 		return []byte(*m.Content), memtool.Version(m.SHA256), nil
-	case kDir:
+	case storetree.KindDir:
 		return nil, "", memtool.ErrIsDir
-	case kNotDir:
+	case storetree.KindNotDir:
 		return nil, "", memtool.ErrNotDir
 	}
 	return nil, "", memtool.ErrNotExist
@@ -341,7 +284,7 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 		if f.t.IsRemembered(p) {
 			if k, _, err := f.classify(ctx, name, false); err != nil {
 				return "", err
-			} else if k == kDir {
+			} else if k == storetree.KindDir {
 				return "", memtool.ErrExist
 			}
 		}
@@ -367,7 +310,7 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 			if err != nil {
 				return "", err
 			}
-			if k == kDir {
+			if k == storetree.KindDir {
 				return "", memtool.ErrIsDir
 			}
 			return "", memtool.ErrConflict
@@ -421,7 +364,7 @@ func (f *FS) pathConflict(ctx context.Context, op, name string, err error) error
 	}
 	if te.ConflictingPath == "" {
 		// No detail (should not happen): decide by looking.
-		if k, _, cerr := f.classify(ctx, name, false); cerr == nil && k == kNotDir {
+		if k, _, cerr := f.classify(ctx, name, false); cerr == nil && k == storetree.KindNotDir {
 			return memtool.ErrNotDir
 		}
 	}
@@ -443,7 +386,7 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 	}
 	p := memPath(name)
 	switch k {
-	case kFile:
+	case storetree.KindFile:
 		if err := f.t.Delete(ctx, m.ID, ""); err != nil {
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
 				return memtool.ErrNotExist
@@ -452,13 +395,13 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 		}
 		f.t.RememberParents(p)
 		return nil
-	case kDir:
+	case storetree.KindDir:
 		if _, err := f.t.DeleteDir(ctx, p); err != nil {
 			return f.fail("delete", err)
 		}
 		f.t.RememberParents(p)
 		return nil
-	case kNotDir:
+	case storetree.KindNotDir:
 		return memtool.ErrNotDir
 	}
 	return memtool.ErrNotExist
@@ -475,7 +418,7 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 		return memtool.ErrExist
 	}
 	if err := f.validName(newname); err != nil {
-		if ok, _, _ := f.classify(ctx, oldname, false); ok == kNone || ok == kInvalid {
+		if ok, _, _ := f.classify(ctx, oldname, false); ok == storetree.KindNone || ok == storetree.KindInvalid {
 			return memtool.ErrNotExist
 		}
 		return f.fail("rename", err)
@@ -485,9 +428,9 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 		return err
 	}
 	switch nk {
-	case kFile, kDir:
+	case storetree.KindFile, storetree.KindDir:
 		return memtool.ErrExist
-	case kNotDir:
+	case storetree.KindNotDir:
 		return memtool.ErrNotDir
 	}
 	ok, m, err := f.classify(ctx, oldname, false)
@@ -496,7 +439,7 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	}
 	oldP, newP := memPath(oldname), memPath(newname)
 	switch ok {
-	case kFile:
+	case storetree.KindFile:
 		if _, err := f.t.Update(ctx, m.ID, trove.UpdateMemoryParams{Path: &newP}); err != nil {
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
 				return memtool.ErrNotExist
@@ -506,7 +449,7 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 		f.t.RememberParents(oldP)
 		f.clearAbove(newP)
 		return nil
-	case kDir:
+	case storetree.KindDir:
 		moved, err := f.t.RenameDir(ctx, oldP, newP)
 		if err != nil {
 			return f.pathConflict(ctx, "rename", newname, err)

@@ -31,22 +31,7 @@ func newAgentCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   `agent (--root DIR | --store NAME_OR_ID) [--model M] [--max-turns N] "prompt"`,
 		Short: "Run Claude with the memory tool over a local directory",
-		Long: `Send the prompt to Claude with the memory tool enabled and execute its
-memory operations on the directory given by --root (/memories maps to it),
-or on the memory store given by --store (on the server or database every client
-command uses, see trove status; every write is a version), until Claude stops asking for tools. Claude's text goes to standard output,
-one line per memory call to standard error.
-
-With --expire-after (--root only), files not read for that long are deleted
-before the first request and again after the run, one "[expire] deleted
-PATH" line each on standard error.
-
-Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).
-
-Run inside a session on a server (trove sessions run sets
-TROVE_SESSION_EVENTS_URL, TROVE_SESSION_ID and the session's TROVE_API_KEY),
-the agent records its whole conversation in the session's transcript, where
-a dream can read it.`,
+		Long:  agentLong,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 				return &exitError{code: exitUsage, err: errors.New(`agent: give exactly one prompt argument, e.g. trove agent --root ./mem "remember that I like tea"`)}
@@ -71,14 +56,7 @@ a dream can read it.`,
 			}
 			r := agentRunner(e, tool, rec, model, system, maxTurns)
 			_, _, err = r.Run(e.ctx, []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(args[0]))})
-			if rec != nil && rec.Err() != nil {
-				fmt.Fprintf(e.stderr, "trove: the conversation was not fully recorded in session %s: %s\n", os.Getenv("TROVE_SESSION_ID"), trove.ErrorMessage(rec.Err()))
-			}
-			if errors.Is(err, claude.ErrMaxTurns) {
-				err = fmt.Errorf("agent: stopped after %s (raise --max-turns)", count(maxTurns, "turn", "turns"))
-			} else if err != nil {
-				err = fmt.Errorf("agent: %w", err)
-			}
+			err = agentRunError(e, rec, err, maxTurns)
 			// Sweep again whatever the outcome: files the run left unread
 			// for the whole period go, files it used were touched.
 			if sweepErr := guards.sweep(e, tool); sweepErr != nil {
@@ -95,6 +73,39 @@ a dream can read it.`,
 	guards.register(cmd)
 	return cmd
 }
+
+// agentRunError warns when rec (nil outside a session) missed part of
+// the conversation and returns the run's error err as agent's: a run
+// stopped by --max-turns says so.
+func agentRunError(e *env, rec *claude.Recorder, err error, maxTurns int) error {
+	if rec != nil && rec.Err() != nil {
+		fmt.Fprintf(e.stderr, "trove: the conversation was not fully recorded in session %s: %s\n", os.Getenv("TROVE_SESSION_ID"), trove.ErrorMessage(rec.Err()))
+	}
+	if errors.Is(err, claude.ErrMaxTurns) {
+		return fmt.Errorf("agent: stopped after %s (raise --max-turns)", count(maxTurns, "turn", "turns"))
+	} else if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
+}
+
+// agentLong is agent's help text.
+const agentLong = `Send the prompt to Claude with the memory tool enabled and execute its
+memory operations on the directory given by --root (/memories maps to it),
+or on the memory store given by --store (on the server or database every client
+command uses, see trove status; every write is a version), until Claude stops asking for tools. Claude's text goes to standard output,
+one line per memory call to standard error.
+
+With --expire-after (--root only), files not read for that long are deleted
+before the first request and again after the run, one "[expire] deleted
+PATH" line each on standard error.
+
+Needs ANTHROPIC_API_KEY in the environment (ANTHROPIC_BASE_URL is honoured).
+
+Run inside a session on a server (trove sessions run sets
+TROVE_SESSION_EVENTS_URL, TROVE_SESSION_ID and the session's TROVE_API_KEY),
+the agent records its whole conversation in the session's transcript, where
+a dream can read it.`
 
 // agentChecks refuses flags of trove agent that cannot work, as usage
 // errors.

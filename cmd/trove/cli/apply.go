@@ -10,19 +10,40 @@ import (
 	"github.com/trovehq/trove/apply"
 )
 
+// applyCmd holds apply's flags.
+type applyCmd struct {
+	e         *env
+	sf        storeFlags
+	file      string
+	statePath string
+	dryRun    bool
+	out       output
+	outside   bool
+}
+
 func newApplyCmd(e *env) *cobra.Command {
-	var (
-		sf        storeFlags
-		file      string
-		statePath string
-		dryRun    bool
-		out       output
-		outside   bool
-	)
+	a := &applyCmd{e: e}
 	cmd := &cobra.Command{
 		Use:   "apply -f stores.yaml [--dry-run]",
 		Short: "Create or update stores and seed memories declared in YAML",
-		Long: `apply makes the stores declared in a YAML file exist with their description,
+		Long:  applyLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.run(cmd)
+		},
+	}
+	a.sf.register(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&a.file, "file", "f", "", "the YAML file declaring the stores")
+	f.StringVar(&a.statePath, "state", "", "file recording what apply wrote (default <file>.state.json)")
+	f.BoolVar(&a.dryRun, "dry-run", false, "print the plan and write nothing")
+	f.BoolVar(&a.outside, "allow-outside", false, "let file: entries name absolute paths or files outside the YAML file's directory")
+	a.out.register(f)
+	return cmd
+}
+
+// applyLong is apply's help text.
+const applyLong = `apply makes the stores declared in a YAML file exist with their description,
 metadata and seed memories (docs/apply.md):
 
   stores:
@@ -50,63 +71,61 @@ symbolic link leading outside); --allow-outside lifts the directory rule. The
 YAML file holds one document.
 
 --dry-run prints the plan and writes nothing. The target is local (--data,
-TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return commandUsageError(cmd, "apply: -f stores.yaml is required")
-			}
-			if err := out.check(); err != nil {
-				return err
-			}
-			spec, err := apply.LoadWith(file, apply.LoadOptions{AllowOutside: outside})
-			if err != nil {
-				return err
-			}
-			if statePath == "" {
-				statePath = apply.StateFor(file)
-			}
-			state, err := apply.LoadState(statePath)
-			if err != nil {
-				return err
-			}
-			k, err := openConn(e.ctx, cmd, &sf)
-			if err != nil {
-				return err
-			}
-			defer k.close()
-			res, err := apply.Apply(k.ctx, k.svc, spec, apply.Options{Target: k.t.journalKey(), State: state, DryRun: dryRun})
-			if !dryRun {
-				if serr := state.Save(statePath); serr != nil && err == nil {
-					err = fmt.Errorf("saving the apply state %s: %w", statePath, serr)
-				}
-			}
-			if out.json() {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				if jerr := enc.Encode(res); jerr != nil && err == nil {
-					err = jerr
-				}
-			} else {
-				printPlan(e.stdout, res)
-			}
-			if err != nil {
-				return err
-			}
-			if n := res.Count(apply.Kept); n > 0 {
-				return &exitError{code: exitFailed, err: fmt.Errorf("%s from what apply last wrote and %s left as %s (marked !)", count(n, "memory differs", "memories differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
-			}
-			return nil
-		},
+TROVE_DATA) or a server (TROVE_URL with TROVE_API_KEY).`
+
+// run loads the YAML file and the state, applies the file to the target,
+// saves the state (not on a dry run) and prints the result.
+func (a *applyCmd) run(cmd *cobra.Command) error {
+	if a.file == "" {
+		return commandUsageError(cmd, "apply: -f stores.yaml is required")
 	}
-	sf.register(cmd)
-	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "", "the YAML file declaring the stores")
-	f.StringVar(&statePath, "state", "", "file recording what apply wrote (default <file>.state.json)")
-	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
-	f.BoolVar(&outside, "allow-outside", false, "let file: entries name absolute paths or files outside the YAML file's directory")
-	out.register(f)
-	return cmd
+	if err := a.out.check(); err != nil {
+		return err
+	}
+	spec, err := apply.LoadWith(a.file, apply.LoadOptions{AllowOutside: a.outside})
+	if err != nil {
+		return err
+	}
+	if a.statePath == "" {
+		a.statePath = apply.StateFor(a.file)
+	}
+	state, err := apply.LoadState(a.statePath)
+	if err != nil {
+		return err
+	}
+	k, err := openConn(a.e.ctx, cmd, &a.sf)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	res, err := apply.Apply(k.ctx, k.svc, spec, apply.Options{Target: k.t.journalKey(), State: state, DryRun: a.dryRun})
+	if !a.dryRun {
+		if serr := state.Save(a.statePath); serr != nil && err == nil {
+			err = fmt.Errorf("saving the apply state %s: %w", a.statePath, serr)
+		}
+	}
+	return a.report(res, err)
+}
+
+// report prints res (as JSON with -o json) and returns err, else a
+// failure when some memory was kept as it is.
+func (a *applyCmd) report(res *apply.Result, err error) error {
+	if a.out.json() {
+		enc := json.NewEncoder(a.e.stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(res); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		printPlan(a.e.stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	if n := res.Count(apply.Kept); n > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s from what apply last wrote and %s left as %s (marked !)", count(n, "memory differs", "memories differ"), plural(n, "was", "were"), plural(n, "it is", "they are"))}
+	}
+	return nil
 }
 
 // printPlan prints one line per action: + create, ~ update, = unchanged,

@@ -17,19 +17,7 @@ func newRollbackCmd(e *env) *cobra.Command {
 	var dryRun, force bool
 	cmd := c.group("rollback STORE (--session ID [--since MOMENT] | --key ID --since MOMENT) [--dry-run] [--force]",
 		"Undo what one session or API key wrote to a store since a moment",
-		`rollback undoes every write one session (--session sesn_…) or API key
-(--key apikey_…) made to STORE after --since (5m, 2h ago, 2026-11-30, 2026-11-30
-12:00 in the local zone, an RFC 3339 time, a version ID or a version number;
-for a session it defaults to the session's start): memories it created are
-deleted, memories it deleted are restored (same memory ID), memories it changed
-or moved go back to how they were just before its first change. Each undo is a new version by you: history is never
-rewritten.
-
-A memory that someone else changed after the session did is a conflict: it is
-listed and the whole rollback is refused (exit 4) unless --force, which rolls
-back everything else and leaves the conflicting memories as they are.
---dry-run shows the change set without writing anything, and exits as the real
-run would (4 when it would be refused).`)
+		rollbackLong)
 	cmd.Args = cobra.ExactArgs(1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if (sessionID == "") == (keyID == "") {
@@ -60,25 +48,7 @@ run would (4 when it would be refused).`)
 			if err != nil {
 				return err
 			}
-			// A dry run exits as the real run would: 4 when it would be
-			// refused.
-			refused := !r.Applied && len(r.Conflicts) > 0 && (!dryRun || !force)
-			if c.json() {
-				if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
-					return err
-				}
-			} else {
-				c.printRollback(st, r, dryRun)
-			}
-			switch {
-			case refused && dryRun:
-				return &exitError{code: exitConflict, err: fmt.Errorf("dry run: the rollback would be refused: %d %s changed by someone else since (--force rolls back the rest)",
-					len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
-			case refused:
-				return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
-					len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
-			}
-			return nil
+			return c.reportRollback(st, r, dryRun, force)
 		})
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "the session whose writes to undo (sesn_…)")
@@ -87,6 +57,45 @@ run would (4 when it would be refused).`)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the change set; write nothing")
 	cmd.Flags().BoolVar(&force, "force", false, "roll back the rest when some memories conflict, leaving those as they are")
 	return cmd
+}
+
+// rollbackLong is rollback's help text.
+const rollbackLong = `rollback undoes every write one session (--session sesn_…) or API key
+(--key apikey_…) made to STORE after --since (5m, 2h ago, 2026-11-30, 2026-11-30
+12:00 in the local zone, an RFC 3339 time, a version ID or a version number;
+for a session it defaults to the session's start): memories it created are
+deleted, memories it deleted are restored (same memory ID), memories it changed
+or moved go back to how they were just before its first change. Each undo is a new version by you: history is never
+rewritten.
+
+A memory that someone else changed after the session did is a conflict: it is
+listed and the whole rollback is refused (exit 4) unless --force, which rolls
+back everything else and leaves the conflicting memories as they are.
+--dry-run shows the change set without writing anything, and exits as the real
+run would (4 when it would be refused).`
+
+// reportRollback prints r and returns the exit error of a rollback
+// refused (or that a dry run says would be): exit 4.
+func (c *clientCmd) reportRollback(st *trove.Store, r *trove.RollbackResult, dryRun, force bool) error {
+	// A dry run exits as the real run would: 4 when it would be
+	// refused.
+	refused := !r.Applied && len(r.Conflicts) > 0 && (!dryRun || !force)
+	if c.json() {
+		if err := c.printJSON(httpapi.WireRollbackResult(r)); err != nil {
+			return err
+		}
+	} else {
+		c.printRollback(st, r, dryRun)
+	}
+	switch {
+	case refused && dryRun:
+		return &exitError{code: exitConflict, err: fmt.Errorf("dry run: the rollback would be refused: %d %s changed by someone else since (--force rolls back the rest)",
+			len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
+	case refused:
+		return &exitError{code: exitConflict, err: fmt.Errorf("rollback refused: %d %s changed by someone else since; nothing was written (--force rolls back the rest)",
+			len(r.Conflicts), plural(len(r.Conflicts), "memory was", "memories were"))}
+	}
+	return nil
 }
 
 func (c *clientCmd) printRollback(st *trove.Store, r *trove.RollbackResult, dryRun bool) {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/console"
@@ -217,7 +218,21 @@ func newServeCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the memory stores API (wire compatible with the Anthropic SDKs)",
-		Long: `Serve the memory stores API over HTTP. Point an official Anthropic SDK at it
+		Long:  serveLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.resolve(cmd.Flags().Changed, dbMaxConns, dbTimes); err != nil {
+				return err
+			}
+			return runServe(e, c)
+		},
+	}
+	addServeFlags(cmd.Flags(), &c, &dbMaxConns, &dbTimes)
+	return cmd
+}
+
+// serveLong is serve's help text.
+var serveLong = `Serve the memory stores API over HTTP. Point an official Anthropic SDK at it
 by changing its base URL. The first serve on an empty database creates an API
 key in workspace ` + defaultWorkspace + `, prints it once and saves it to <data>/api_key.
 
@@ -275,44 +290,47 @@ PostgreSQL connection also carries server-side guards: --db-statement-timeout,
 went silent, releasing its locks), plus --db-tcp-timeout (keepalives and TCP
 user timeout on both ends). A write answered with an error never commits
 afterwards; a 503 after a lost commit acknowledgement means the write may or
-may not have been applied: read it back (docs/API.md, "Deadlines").`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := resolveLimits(cmd.Flags().Changed, c.limits)
-			if err != nil {
-				return err
-			}
-			c.limits = l
-			if c.timeouts.Request, err = resolveRequestTimeout(cmd.Flags().Changed, c.timeouts.Request); err != nil {
-				return err
-			}
-			if err := checkTimeouts(c.timeouts); err != nil {
-				return err
-			}
-			if c.db, err = resolveDBOptions(cmd.Flags().Changed, dbMaxConns, dbTimes); err != nil {
-				return err
-			}
-			// Background jobs' database calls get the requests' bound.
-			c.db.opTimeout = c.timeouts.Request
-			if idle := cmp.Or(c.db.idleInTxTimeout, postgres.DefaultIdleInTxTimeout); isPostgresURL(c.dbURL) && idle+time.Second >= c.timeouts.Request {
-				return fmt.Errorf("--request-timeout (%s) must be more than --db-idle-in-transaction-timeout (%s) plus 1s: a write commits only with that much time left before its deadline", c.timeouts.Request, idle)
-			}
-			if err := c.dreams.check(); err != nil {
-				return err
-			}
-			if err := c.sessionLoop.check(); err != nil {
-				return err
-			}
-			return runServe(e, c)
-		},
+may not have been applied: read it back (docs/API.md, "Deadlines").`
+
+// resolve completes c from the flags (changed reports a flag given on the
+// command line) and their environment variables, and checks it:
+// limits, timeouts, the PostgreSQL pool and deadlines, dreams and the
+// session loop.
+func (c *serveConfig) resolve(changed func(flag string) bool, dbMaxConns int, dbTimes dbOptions) error {
+	l, err := resolveLimits(changed, c.limits)
+	if err != nil {
+		return err
 	}
-	f := cmd.Flags()
+	c.limits = l
+	if c.timeouts.Request, err = resolveRequestTimeout(changed, c.timeouts.Request); err != nil {
+		return err
+	}
+	if err := checkTimeouts(c.timeouts); err != nil {
+		return err
+	}
+	if c.db, err = resolveDBOptions(changed, dbMaxConns, dbTimes); err != nil {
+		return err
+	}
+	// Background jobs' database calls get the requests' bound.
+	c.db.opTimeout = c.timeouts.Request
+	if idle := cmp.Or(c.db.idleInTxTimeout, postgres.DefaultIdleInTxTimeout); isPostgresURL(c.dbURL) && idle+time.Second >= c.timeouts.Request {
+		return fmt.Errorf("--request-timeout (%s) must be more than --db-idle-in-transaction-timeout (%s) plus 1s: a write commits only with that much time left before its deadline", c.timeouts.Request, idle)
+	}
+	if err := c.dreams.check(); err != nil {
+		return err
+	}
+	return c.sessionLoop.check()
+}
+
+// addServeFlags defines serve's flags on f, into c and, for the PostgreSQL
+// pool (resolved by resolve), dbMaxConns and dbTimes.
+func addServeFlags(f *pflag.FlagSet, c *serveConfig, dbMaxConns *int, dbTimes *dbOptions) {
 	f.StringVar(&c.data, "data", defaultDataDir(), "data directory (env TROVE_DATA)")
 	f.StringVar(&c.addr, "addr", envOr("TROVE_ADDR", "127.0.0.1:7007"), "listen address host:port (env TROVE_ADDR)")
 	f.StringVar(&c.dbURL, "database", os.Getenv("TROVE_DATABASE"), "PostgreSQL URL; empty for SQLite in --data (env TROVE_DATABASE)")
-	f.IntVar(&dbMaxConns, dbMaxConnsFlag, 0, "PostgreSQL connection pool size; 0: the URL's pool_max_conns, else "+strconv.Itoa(postgres.DefaultMaxConns)+" (env "+dbMaxConnsEnv+")")
+	f.IntVar(dbMaxConns, dbMaxConnsFlag, 0, "PostgreSQL connection pool size; 0: the URL's pool_max_conns, else "+strconv.Itoa(postgres.DefaultMaxConns)+" (env "+dbMaxConnsEnv+")")
 	for _, tf := range dbTimeFlags {
-		f.DurationVar(tf.field(&dbTimes), tf.name, 0, tf.help+"; 0: "+tf.zero+" (env "+tf.env+")")
+		f.DurationVar(tf.field(dbTimes), tf.name, 0, tf.help+"; 0: "+tf.zero+" (env "+tf.env+")")
 	}
 	f.DurationVar(&c.authCache, "auth-cache", defaultAuthCache, "remember a verified credential this long: one revoked by another process (trove keys revoke) keeps working here up to this long, one revoked through this server stops at once; 0 checks every request")
 	f.BoolVar(&c.console, "console", envOr("TROVE_CONSOLE", "true") != "false", "serve the web console under /console/ (/ redirects there); --console=false turns it off (env TROVE_CONSOLE)")
@@ -333,7 +351,6 @@ may not have been applied: read it back (docs/API.md, "Deadlines").`,
 	addDreamFlags(f, &c.dreams)
 	addSessionLoopFlags(f, &c.sessionLoop)
 	addWebhookFlags(f, &c.webhooks)
-	return cmd
 }
 
 // The request deadline flag and its environment variable.
@@ -388,20 +405,56 @@ func runServe(e *env, c serveConfig) error {
 	if err := ensureFirstKey(ctx, e, b, c.data); err != nil {
 		return err
 	}
+	certs, err := serveCerts(c, log)
+	if err != nil {
+		return err
+	}
+	handler := newServeHandler(c, b, log)
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", c.addr, err)
+	}
+	// net/http with c.timeouts; its connection errors go to log at Warn,
+	// redacted.
+	srv := handler.HTTPServer()
+	url := "http://" + ln.Addr().String()
+	if certs != nil {
+		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
+		url = "https://" + ln.Addr().String()
+	}
+	announceServe(e, c, b, ln.Addr(), url, certs != nil, log)
 
+	stopRunners, err := startRunners(c, b.svc, log)
+	if err != nil {
+		return err
+	}
+	defer stopRunners() // before b.close: the dream runner records how its dreams ended
+	stopRetention := startRetention(b.svc)
+	return serveUntilStopped(ctx, e, c, srv, ln, certs != nil, stopRetention, log)
+}
+
+// serveCerts checks --tls-cert and --tls-key and loads them; nil (and no
+// error) for plain HTTP.
+func serveCerts(c serveConfig, log *slog.Logger) (*certfile.Reloader, error) {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return fmt.Errorf("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
+		return nil, fmt.Errorf("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
 	}
-	var certs *certfile.Reloader
-	if c.tlsCert != "" {
-		if certs, err = certfile.New(c.tlsCert, c.tlsKey); err != nil {
-			return err
-		}
-		certs.OnError = func(err error) {
-			log.Warn("TLS certificate changed but does not load; still serving the previous one", "error", err)
-		}
+	if c.tlsCert == "" {
+		return nil, nil
 	}
+	certs, err := certfile.New(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return nil, err
+	}
+	certs.OnError = func(err error) {
+		log.Warn("TLS certificate changed but does not load; still serving the previous one", "error", err)
+	}
+	return certs, nil
+}
 
+// newServeHandler is the API server over b, with the console mounted
+// unless --console=false and its own metrics registry.
+func newServeHandler(c serveConfig, b *backend, log *slog.Logger) *httpapi.Server {
 	var consoleHandler http.Handler
 	if c.console {
 		consoleHandler = console.New(console.Config{Services: b.svc, Sessions: b.svc, Dreams: b.svc, Auth: b.svc, Limits: c.limits, Logger: log, SecureCookie: c.consoleSecureCookie})
@@ -409,7 +462,7 @@ func runServe(e *env, c serveConfig) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	handler := httpapi.NewServer(httpapi.Config{
+	return httpapi.NewServer(httpapi.Config{
 		Services: b.svc,
 		Sessions: b.svc,
 		Events:   b.svc,
@@ -431,22 +484,16 @@ func runServe(e *env, c serveConfig) error {
 		// The credential cache is core's (Options.AuthCacheTTL): it sees
 		// revocations made through this process at once.
 	})
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", c.addr, err)
-	}
-	// net/http with c.timeouts; its connection errors go to log at Warn,
-	// redacted.
-	srv := handler.HTTPServer()
-	url := "http://" + ln.Addr().String()
-	if certs != nil {
-		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
-		url = "https://" + ln.Addr().String()
-	}
+}
+
+// announceServe tells where the server listens (stdout, and the log with
+// the PostgreSQL pool's settings), warning about plain HTTP on an address
+// that is not loopback.
+func announceServe(e *env, c serveConfig, b *backend, addr net.Addr, url string, https bool, log *slog.Logger) {
 	fmt.Fprintf(e.stdout, "trove: listening on %s (%s %s)\n", url, b.kind, b.where)
-	if certs == nil && !isLoopback(ln.Addr()) {
-		fmt.Fprintf(e.stderr, "trove: warning: serving plain HTTP on %s, which is not a loopback address: API keys and console sessions cross the network unencrypted; use --tls-cert and --tls-key\n", ln.Addr())
-		log.Warn("plain HTTP on a non-loopback address; use --tls-cert and --tls-key", "addr", ln.Addr().String())
+	if !https && !isLoopback(addr) {
+		fmt.Fprintf(e.stderr, "trove: warning: serving plain HTTP on %s, which is not a loopback address: API keys and console sessions cross the network unencrypted; use --tls-cert and --tls-key\n", addr)
+		log.Warn("plain HTTP on a non-loopback address; use --tls-cert and --tls-key", "addr", addr.String())
 	}
 	if hint := loginHint(url, c.data); hint != "" {
 		fmt.Fprintln(e.stdout, hint)
@@ -463,33 +510,49 @@ func runServe(e *env, c serveConfig) error {
 			"idle_in_transaction_session_timeout_ms", rp["idle_in_transaction_session_timeout"], "tcp_user_timeout_ms", rp["tcp_user_timeout"],
 			"request_timeout", c.timeouts.Request)
 	}
+}
 
-	stopDreams, err := startDreams(c.dreams, b.svc, log)
+// startRunners starts the background runners of serve: dreams, the
+// managed sessions' agent loop and the webhook sender. stop stops them in
+// the reverse order; on an error the ones started are stopped already.
+func startRunners(c serveConfig, svc *core.Service, log *slog.Logger) (stop func(), err error) {
+	stopDreams, err := startDreams(c.dreams, svc, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer stopDreams() // before b.close: the runner records how its dreams ended
-	stopSessions, err := startSessionLoop(c.sessionLoop, c.dreams, b.svc, log)
+	stopSessions, err := startSessionLoop(c.sessionLoop, c.dreams, svc, log)
 	if err != nil {
-		return err
+		stopDreams()
+		return nil, err
 	}
-	defer stopSessions()
-	stopWebhooks, err := startWebhooks(c.webhooks, b.svc, log)
+	stopWebhooks, err := startWebhooks(c.webhooks, svc, log)
 	if err != nil {
-		return err
+		stopSessions()
+		stopDreams()
+		return nil, err
 	}
-	defer stopWebhooks()
+	return func() { stopWebhooks(); stopSessions(); stopDreams() }, nil
+}
 
-	retCtx, stopRetention := context.WithCancel(context.Background())
-	retDone := make(chan struct{})
+// startRetention deletes expired versions hourly in the background until
+// stop, which waits for the pass under way.
+func startRetention(svc *core.Service) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
-		defer close(retDone)
-		_ = b.svc.RunRetention(retCtx, time.Hour)
+		defer close(done)
+		_ = svc.RunRetention(ctx, time.Hour)
 	}()
+	return func() { cancel(); <-done }
+}
 
+// serveUntilStopped serves srv on ln (HTTPS when https) until serving fails
+// or ctx ends, then lets in-flight requests finish within
+// --shutdown-timeout. stopRetention is called once serving has ended.
+func serveUntilStopped(ctx context.Context, e *env, c serveConfig, srv *http.Server, ln net.Listener, https bool, stopRetention func(), log *slog.Logger) error {
 	serveErr := make(chan error, 1)
 	go func() {
-		if certs != nil {
+		if https {
 			serveErr <- srv.ServeTLS(ln, "", "")
 			return
 		}
@@ -498,19 +561,17 @@ func runServe(e *env, c serveConfig) error {
 	select {
 	case err := <-serveErr: // never http.ErrServerClosed: only Shutdown, below, closes it
 		stopRetention()
-		<-retDone
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for in-flight requests", "timeout", c.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
-	err = srv.Shutdown(sctx)
+	err := srv.Shutdown(sctx)
 	if err != nil {
 		srv.Close() // past the timeout: drop what is left
 	}
 	stopRetention()
-	<-retDone
 	if err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}

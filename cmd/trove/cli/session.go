@@ -162,28 +162,9 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 	if !ok {
 		return fail(fmt.Errorf("%s: this backend cannot create sessions", cmdName))
 	}
-	names := make([]string, len(refs))
-	access := make([]trove.Access, len(refs))
-	for i, r := range refs {
-		ref, ro, err := parseStoreRef(r)
-		if err != nil {
-			return fail(err)
-		}
-		names[i], access[i] = ref, trove.AccessReadWrite
-		if ro {
-			access[i] = trove.AccessReadOnly
-		}
-	}
-	stores, _, err := resolveStores(ctx, svc, names)
+	attach, err := attachParams(ctx, svc, refs, instr)
 	if err != nil {
 		return fail(err)
-	}
-	attach := make([]trove.AttachStoreParams, len(stores))
-	for i, st := range stores {
-		attach[i] = trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
-		if i < len(instr) {
-			attach[i].Instructions = instr[i]
-		}
 	}
 	sess, token, err := sessions.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
 	if err != nil {
@@ -220,6 +201,35 @@ func startSession(e *env, cmd *cobra.Command, sf *storeFlags, cmdName string, re
 	}
 	cs.Ctx = trove.WithPrincipal(ctx, cs.Principal)
 	return cs, cleanup, nil
+}
+
+// attachParams resolves refs ("NAME_OR_ID[:ro]") to the stores a new
+// session attaches, instr[i] (if any) as the instructions of the i-th.
+func attachParams(ctx context.Context, svc trove.Services, refs, instr []string) ([]trove.AttachStoreParams, error) {
+	names := make([]string, len(refs))
+	access := make([]trove.Access, len(refs))
+	for i, r := range refs {
+		ref, ro, err := parseStoreRef(r)
+		if err != nil {
+			return nil, err
+		}
+		names[i], access[i] = ref, trove.AccessReadWrite
+		if ro {
+			access[i] = trove.AccessReadOnly
+		}
+	}
+	stores, _, err := resolveStores(ctx, svc, names)
+	if err != nil {
+		return nil, err
+	}
+	attach := make([]trove.AttachStoreParams, len(stores))
+	for i, st := range stores {
+		attach[i] = trove.AttachStoreParams{StoreID: st.ID, Access: access[i]}
+		if i < len(instr) {
+			attach[i].Instructions = instr[i]
+		}
+	}
+	return attach, nil
 }
 
 func runSession(e *env, cmd *cobra.Command, sf *storeFlags, o sessionOpts, mnt sessionrun.Mounter) error {

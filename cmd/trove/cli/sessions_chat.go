@@ -29,67 +29,86 @@ func newSessionChatCmd(c *clientCmd) *cobra.Command {
 			"(end_turn, retries_exhausted, budget_reached, refusal) or is terminated.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text := ""
-			if len(args) == 2 {
-				text = args[1]
-			} else {
-				b, err := io.ReadAll(io.LimitReader(c.e.stdin, 1<<20))
-				if err != nil {
-					return err
-				}
-				text = strings.TrimRight(string(b), "\n")
-			}
-			if strings.TrimSpace(text) == "" {
-				return usageError("sessions chat: the message is empty (give MESSAGE or pipe it on stdin)")
-			}
-			return c.withConn(cmd, func(k *conn) error {
-				es, ok := k.svc.(trove.EventService)
-				if !ok {
-					return fmt.Errorf("this target has no session events")
-				}
-				id := args[0]
-				se, err := k.svc.(trove.SessionService).GetSession(k.ctx, id)
-				if trove.ErrorCode(err) == trove.ENOTFOUND {
-					return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", id)
-				}
-				if err != nil {
-					return err
-				}
-				if se.Managed == nil {
-					return fmt.Errorf("session %s has no agent to chat with (create one with trove sessions create --agent … --environment …)", id)
-				}
-				// Follow from before the message, so nothing the loop answers
-				// can slip between the send and the first read.
-				start, err := lastSeq(k.ctx, es, id)
-				if err != nil {
-					return err
-				}
-				body, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
-				if _, err := es.AppendEvents(k.ctx, id, []trove.NewSessionEvent{{Type: trove.EventUserMessage, Body: string(body)}}); err != nil {
-					return err
-				}
-				out := c.e.stdout
-				err = followEvents(k.ctx, k.svc, id, start, func(e trove.SessionEvent) error {
-					if c.json() {
-						m := map[string]any{}
-						_ = json.Unmarshal([]byte(e.Body), &m)
-						m["id"], m["type"], m["processed_at"] = e.ID, e.Type, fmtTime(e.ProcessedAt)
-						b, _ := json.Marshal(m)
-						fmt.Fprintf(out, "%s\n", b)
-					} else if line := chatLine(e); line != "" {
-						fmt.Fprintln(out, line)
-					}
-					if turnOver(e) {
-						return errTurnOver
-					}
-					return nil
-				})
-				if errors.Is(err, errTurnOver) {
-					return nil
-				}
+			text, err := chatText(c.e.stdin, args)
+			if err != nil {
 				return err
-			})
+			}
+			return c.withConn(cmd, func(k *conn) error { return c.chat(k, args[0], text) })
 		},
+	}
+}
+
+// chatText is the message of sessions chat: args[1], else standard input
+// (up to 1 MiB, trailing newlines dropped); a usage error when it is blank.
+func chatText(stdin io.Reader, args []string) (string, error) {
+	text := ""
+	if len(args) == 2 {
+		text = args[1]
+	} else {
+		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+		if err != nil {
+			return "", err
+		}
+		text = strings.TrimRight(string(b), "\n")
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", usageError("sessions chat: the message is empty (give MESSAGE or pipe it on stdin)")
+	}
+	return text, nil
+}
+
+// chat sends text to the managed session id and prints its events until
+// its turn is over.
+func (c *clientCmd) chat(k *conn, id, text string) error {
+	es, ok := k.svc.(trove.EventService)
+	if !ok {
+		return fmt.Errorf("this target has no session events")
+	}
+	se, err := k.svc.(trove.SessionService).GetSession(k.ctx, id)
+	if trove.ErrorCode(err) == trove.ENOTFOUND {
+		return trove.Errorf(trove.ENOTFOUND, "no session %s (see trove sessions list)", id)
+	}
+	if err != nil {
+		return err
+	}
+	if se.Managed == nil {
+		return fmt.Errorf("session %s has no agent to chat with (create one with trove sessions create --agent … --environment …)", id)
+	}
+	// Follow from before the message, so nothing the loop answers
+	// can slip between the send and the first read.
+	start, err := lastSeq(k.ctx, es, id)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
+	if _, err := es.AppendEvents(k.ctx, id, []trove.NewSessionEvent{{Type: trove.EventUserMessage, Body: string(body)}}); err != nil {
+		return err
+	}
+	err = followEvents(k.ctx, k.svc, id, start, func(e trove.SessionEvent) error {
+		c.printChatEvent(e)
+		if turnOver(e) {
+			return errTurnOver
+		}
+		return nil
+	})
+	if errors.Is(err, errTurnOver) {
+		return nil
+	}
+	return err
+}
+
+// printChatEvent prints e as a line of the conversation, or with -o json
+// as the raw event.
+func (c *clientCmd) printChatEvent(e trove.SessionEvent) {
+	out := c.e.stdout
+	if c.json() {
+		m := map[string]any{}
+		_ = json.Unmarshal([]byte(e.Body), &m)
+		m["id"], m["type"], m["processed_at"] = e.ID, e.Type, fmtTime(e.ProcessedAt)
+		b, _ := json.Marshal(m)
+		fmt.Fprintf(out, "%s\n", b)
+	} else if line := chatLine(e); line != "" {
+		fmt.Fprintln(out, line)
 	}
 }
 

@@ -25,28 +25,8 @@ func newToolCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tool (--root DIR | --store NAME_OR_ID [--store ...] | --session ID)",
 		Short: "Execute memory tool calls read as JSON lines on stdin",
-		Long: `Execute Claude memory tool (memory_20250818) calls against a local directory
-(--root) or memory stores (--store, --session).
-
-Each line of standard input is one tool input, e.g.
-  {"command":"view","path":"/memories"}
-(a whole tool_use block {"type":"tool_use","input":{...}} is accepted too).
-For each non-blank line one JSON line is written to standard output:
-  {"is_error":false,"content":"..."}
-where content is a string for text results and an array of content blocks
-for images. A malformed line gets an is_error result; the command only
-stops at the end of the input. /memories is the directory given by --root.
-
-With --store, /memories is the memory store (several --store flags: each
-store at /memories/<slug>/), and every write is a version in it, as with
-trove mcp; --session serves a session's stores at their mount names, acting
-as the session. Stores are on the target every client command uses (see
-trove status). This is the bridge for the SDKs' own memory tool helpers
-(docs/integrations.md): one long-lived process, one line in, one line out.
-
-With --expire-after, files not read for that long are deleted before the
-first line is read, one "[expire] deleted PATH" line each on standard error.`,
-		Args: cobra.NoArgs,
+		Long:  toolLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			modes := 0
 			for _, set := range []bool{root != "", len(storeRefs) > 0, sessionID != ""} {
@@ -90,6 +70,29 @@ first line is read, one "[expire] deleted PATH" line each on standard error.`,
 	guards.register(cmd)
 	return cmd
 }
+
+// toolLong is tool's help text.
+const toolLong = `Execute Claude memory tool (memory_20250818) calls against a local directory
+(--root) or memory stores (--store, --session).
+
+Each line of standard input is one tool input, e.g.
+  {"command":"view","path":"/memories"}
+(a whole tool_use block {"type":"tool_use","input":{...}} is accepted too).
+For each non-blank line one JSON line is written to standard output:
+  {"is_error":false,"content":"..."}
+where content is a string for text results and an array of content blocks
+for images. A malformed line gets an is_error result; the command only
+stops at the end of the input. /memories is the directory given by --root.
+
+With --store, /memories is the memory store (several --store flags: each
+store at /memories/<slug>/), and every write is a version in it, as with
+trove mcp; --session serves a session's stores at their mount names, acting
+as the session. Stores are on the target every client command uses (see
+trove status). This is the bridge for the SDKs' own memory tool helpers
+(docs/integrations.md): one long-lived process, one line in, one line out.
+
+With --expire-after, files not read for that long are deleted before the
+first line is read, one "[expire] deleted PATH" line each on standard error.`
 
 // guardFlags are the engine's guards that trove tool and trove agent expose:
 // --max-file-size, --no-secret-filter, --overwrite and --expire-after.

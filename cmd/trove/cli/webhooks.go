@@ -25,7 +25,12 @@ func newWebhooksCmd(e *env) *cobra.Command {
 	c := &clientCmd{e: e}
 	cmd := c.group("webhooks", "Create, list, delete webhook endpoints, re-key them and read their delivery log",
 		"A webhook endpoint receives the workspace's events (memory stores, sessions, agents, environments, and Trove's trove.memory.* for every memory change) as signed Standard Webhooks messages; see docs/webhooks.md.")
+	cmd.AddCommand(c.webhooksCreateCmd(), c.webhooksListCmd(), c.webhooksDeleteCmd(), c.webhooksRekeyCmd(), c.webhooksDeliveriesCmd())
+	return cmd
+}
 
+// webhooksCreateCmd is webhooks create.
+func (c *clientCmd) webhooksCreateCmd() *cobra.Command {
 	var name, description string
 	var events []string
 	create := &cobra.Command{
@@ -52,7 +57,11 @@ func newWebhooksCmd(e *env) *cobra.Command {
 	create.Flags().StringArrayVar(&events, "event", nil, "an event type to deliver (repeatable)")
 	create.Flags().StringVar(&name, "name", "", "a short label")
 	create.Flags().StringVar(&description, "description", "", "notes")
+	return create
+}
 
+// webhooksListCmd is webhooks list.
+func (c *clientCmd) webhooksListCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the workspace's endpoints, newest first",
@@ -74,7 +83,11 @@ func newWebhooksCmd(e *env) *cobra.Command {
 			})
 		},
 	}
+	return list
+}
 
+// webhooksDeleteCmd is webhooks delete.
+func (c *clientCmd) webhooksDeleteCmd() *cobra.Command {
 	del := &cobra.Command{
 		Use:   "delete WEBHOOK",
 		Short: "Delete an endpoint with its queued deliveries",
@@ -89,7 +102,11 @@ func newWebhooksCmd(e *env) *cobra.Command {
 			})
 		},
 	}
+	return del
+}
 
+// webhooksRekeyCmd is webhooks regenerate-secret.
+func (c *clientCmd) webhooksRekeyCmd() *cobra.Command {
 	rekey := &cobra.Command{
 		Use:   "regenerate-secret WEBHOOK",
 		Short: "Replace an endpoint's signing secret (the old one stops at once); prints the new one",
@@ -105,7 +122,11 @@ func newWebhooksCmd(e *env) *cobra.Command {
 			})
 		},
 	}
+	return rekey
+}
 
+// webhooksDeliveriesCmd is webhooks deliveries.
+func (c *clientCmd) webhooksDeliveriesCmd() *cobra.Command {
 	var limit int
 	deliveries := &cobra.Command{
 		Use:   "deliveries WEBHOOK [--limit N]",
@@ -136,7 +157,5 @@ func newWebhooksCmd(e *env) *cobra.Command {
 		},
 	}
 	deliveries.Flags().IntVar(&limit, "limit", 20, "how many deliveries, newest first (1-100)")
-
-	cmd.AddCommand(create, list, del, rekey, deliveries)
-	return cmd
+	return deliveries
 }

@@ -20,22 +20,37 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/tools/agenttoolset"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // defaultMountRoot is where managed sessions mount their memory stores
 // (their resources' mount_path).
 const defaultMountRoot = "/mnt/memory"
 
+// workerFlags holds worker's flags.
+type workerFlags struct {
+	url, envID, key, keyFile, mountRoot, workdir, workerID string
+	maxIdle, leaseTTL                                      time.Duration
+	verbose                                                bool
+}
+
 func newWorkerCmd(e *env) *cobra.Command {
-	var (
-		url, envID, key, keyFile, mountRoot, workdir, workerID string
-		maxIdle, leaseTTL                                      time.Duration
-		verbose                                                bool
-	)
+	var w workerFlags
 	cmd := &cobra.Command{
 		Use:   "worker --environment ENV",
 		Short: "Run a self-hosted environment's worker: the agent toolset and memory stores of its sessions",
-		Long: `worker polls a self-hosted environment of a Trove server for work, and for
+		Long:  workerLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return w.run(e, cmd)
+		},
+	}
+	w.register(cmd.Flags())
+	return cmd
+}
+
+// workerLong is worker's help text.
+const workerLong = `worker polls a self-hosted environment of a Trove server for work, and for
 each session it claims downloads the session's memory stores to their mount
 paths, runs the agent toolset (bash, read, write, edit, glob, grep) for the
 agent's tool uses, syncs the stores back and lets go of the session when it is
@@ -50,67 +65,69 @@ else TROVE_ENVIRONMENT_KEY or ANTHROPIC_ENVIRONMENT_KEY.
 Memory stores are mounted at /mnt/memory/<slug>, which must not exist and
 whose parent must be writable by the worker. --mount-root DIR puts them at
 DIR/<slug> instead: the worker then maps /mnt/memory/ to DIR in the session's
-mount paths and in the paths and commands of the agent's tool calls.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if envID == "" {
-				envID = os.Getenv("TROVE_ENVIRONMENT_ID")
-			}
-			if envID == "" {
-				return usageError("worker: give the environment with --environment ENV (its ID, env_…)")
-			}
-			base, err := workerURL(url)
-			if err != nil {
-				return err
-			}
-			k, err := environmentKey(key, keyFile)
-			if err != nil {
-				return err
-			}
-			if workdir, err = workerWorkdir(workdir); err != nil {
-				return err
-			}
-			root := filepath.Clean(mountRoot)
-			if !filepath.IsAbs(root) {
-				return usageError("worker: --mount-root must be an absolute path, got %q", mountRoot)
-			}
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
-			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-			client, toolsFunc := workerClient(base, root, leaseTTL)
-			wo := environments.EnvironmentWorkerOptions{
-				EnvironmentID:  envID,
-				EnvironmentKey: k,
-				WorkerID:       workerID,
-				Workdir:        workdir,
-				ToolsFunc:      toolsFunc,
-				Logger:         log,
-			}
-			if cmd.Flags().Changed("max-idle") {
-				wo.MaxIdle = &maxIdle
-			}
-			fmt.Fprintf(e.stderr, "trove worker: polling environment %s at %s (memory stores under %s, workdir %s)\n", envID, base, root, workdir)
-			w := environments.NewEnvironmentWorker(client, wo)
-			if err := w.Run(cmd.Context()); err != nil {
-				return fmt.Errorf("worker: %w", err)
-			}
-			return nil
-		},
+mount paths and in the paths and commands of the agent's tool calls.`
+
+// register defines worker's flags on f.
+func (w *workerFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&w.url, "url", "", "base URL of the Trove server (env TROVE_URL; default: the server saved by trove login)")
+	f.StringVar(&w.envID, "environment", "", "the self-hosted environment to work for (env TROVE_ENVIRONMENT_ID)")
+	f.StringVar(&w.key, "environment-key", "", "the environment's key (env TROVE_ENVIRONMENT_KEY or ANTHROPIC_ENVIRONMENT_KEY)")
+	f.StringVar(&w.keyFile, "environment-key-file", "", "a file holding the environment's key")
+	f.StringVar(&w.mountRoot, "mount-root", defaultMountRoot, "directory the sessions' memory stores are mounted under (it must be writable by the worker)")
+	f.StringVar(&w.workdir, "workdir", "", "working directory of the agent's tools (default: the current directory)")
+	f.StringVar(&w.workerID, "worker-id", "", "name reported to the server (default: host name and a random suffix)")
+	f.DurationVar(&w.maxIdle, "max-idle", environmentsDefaultMaxIdle, "how long a session stays claimed after its turn ended")
+	f.DurationVar(&w.leaseTTL, "lease-ttl", 0, "the work lease each heartbeat asks for (desired_ttl_seconds; 5s to 300s); a worker that dies leaves its session to another this long after (default: the server's, 30s)")
+	f.BoolVarP(&w.verbose, "verbose", "v", false, "log every claimed session and tool call")
+}
+
+// run checks the flags and runs the SDK's environment worker until ctx
+// ends or it fails.
+func (w *workerFlags) run(e *env, cmd *cobra.Command) error {
+	if w.envID == "" {
+		w.envID = os.Getenv("TROVE_ENVIRONMENT_ID")
 	}
-	f := cmd.Flags()
-	f.StringVar(&url, "url", "", "base URL of the Trove server (env TROVE_URL; default: the server saved by trove login)")
-	f.StringVar(&envID, "environment", "", "the self-hosted environment to work for (env TROVE_ENVIRONMENT_ID)")
-	f.StringVar(&key, "environment-key", "", "the environment's key (env TROVE_ENVIRONMENT_KEY or ANTHROPIC_ENVIRONMENT_KEY)")
-	f.StringVar(&keyFile, "environment-key-file", "", "a file holding the environment's key")
-	f.StringVar(&mountRoot, "mount-root", defaultMountRoot, "directory the sessions' memory stores are mounted under (it must be writable by the worker)")
-	f.StringVar(&workdir, "workdir", "", "working directory of the agent's tools (default: the current directory)")
-	f.StringVar(&workerID, "worker-id", "", "name reported to the server (default: host name and a random suffix)")
-	f.DurationVar(&maxIdle, "max-idle", environmentsDefaultMaxIdle, "how long a session stays claimed after its turn ended")
-	f.DurationVar(&leaseTTL, "lease-ttl", 0, "the work lease each heartbeat asks for (desired_ttl_seconds; 5s to 300s); a worker that dies leaves its session to another this long after (default: the server's, 30s)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log every claimed session and tool call")
-	return cmd
+	if w.envID == "" {
+		return usageError("worker: give the environment with --environment ENV (its ID, env_…)")
+	}
+	base, err := workerURL(w.url)
+	if err != nil {
+		return err
+	}
+	k, err := environmentKey(w.key, w.keyFile)
+	if err != nil {
+		return err
+	}
+	if w.workdir, err = workerWorkdir(w.workdir); err != nil {
+		return err
+	}
+	root := filepath.Clean(w.mountRoot)
+	if !filepath.IsAbs(root) {
+		return usageError("worker: --mount-root must be an absolute path, got %q", w.mountRoot)
+	}
+	level := slog.LevelWarn
+	if w.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	client, toolsFunc := workerClient(base, root, w.leaseTTL)
+	wo := environments.EnvironmentWorkerOptions{
+		EnvironmentID:  w.envID,
+		EnvironmentKey: k,
+		WorkerID:       w.workerID,
+		Workdir:        w.workdir,
+		ToolsFunc:      toolsFunc,
+		Logger:         log,
+	}
+	if cmd.Flags().Changed("max-idle") {
+		wo.MaxIdle = &w.maxIdle
+	}
+	fmt.Fprintf(e.stderr, "trove worker: polling environment %s at %s (memory stores under %s, workdir %s)\n", w.envID, base, root, w.workdir)
+	worker := environments.NewEnvironmentWorker(client, wo)
+	if err := worker.Run(cmd.Context()); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return nil
 }
 
 const environmentsDefaultMaxIdle = anthropic.DefaultMaxIdle
