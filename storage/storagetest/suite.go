@@ -55,7 +55,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"ManagedSessions", testManagedSessions},
 		{"DreamRoundTrip", testDreamRoundTrip},
 		{"DreamList", testDreamList},
-		{"DreamClaim", testDreamClaim},
+		{"DreamJobs", testDreamJobs},
 		{"ConsoleSessions", testConsoleSessions},
 		{"Jobs", testJobs},
 		{"JobDefer", testJobDefer},
