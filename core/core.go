@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -70,6 +71,7 @@ type Service struct {
 	work       workHub       // wakes the work queue's long polls (work.go)
 	hooks      WebhookOptions
 	hookWake   chan struct{} // a delivery was queued here (WebhookWakes)
+	pruneWoken atomic.Bool   // this process woke the webhook log's prune job
 }
 
 var (

@@ -61,6 +61,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"JobDefer", testJobDefer},
 		{"Webhooks", testWebhooks},
 		{"Deliveries", testDeliveries},
+		{"DeliveryPrune", testDeliveryPrune},
 		{"WriteReturnsFnErrorAndRollsBack", testWriteFnError},
 		{"WriteErrorIsolation", testWriteIsolation},
 		{"WriteCancelledContext", testWriteCancelled},
