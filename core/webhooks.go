@@ -43,6 +43,14 @@ type WebhookOptions struct {
 	// PruneEvery is how often the log is pruned, by whichever sender
 	// takes the prune job; 0 means one hour.
 	PruneEvery time.Duration
+	// NoEndpointCache is how long a node trusts, without reading again,
+	// that a workspace has no endpoint at all, which spares the writes of
+	// such workspaces a read each; CreateWebhook waits as long after its
+	// commit before it returns, so that every change begun on any node
+	// after it returns is delivered to the new endpoint. 0 means 100 ms;
+	// a negative value: no cache (every write reads, and CreateWebhook
+	// does not wait).
+	NoEndpointCache time.Duration
 }
 
 // DefaultWebhookRetention is how long ended deliveries stay in the log by
@@ -67,6 +75,9 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	}
 	if o.PruneEvery <= 0 {
 		o.PruneEvery = time.Hour
+	}
+	if o.NoEndpointCache == 0 {
+		o.NoEndpointCache = 100 * time.Millisecond
 	}
 	return o
 }
@@ -237,6 +248,17 @@ func (s *Service) CreateWebhook(ctx context.Context, p trove.CreateWebhookParams
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	// Every node's memory that the workspace had no endpoint expires
+	// before this returns (noHookCache).
+	if ttl := s.hooks.NoEndpointCache; ttl > 0 {
+		s.noHooks.forget(pr.WorkspaceID)
+		t := time.NewTimer(ttl)
+		select {
+		case <-t.C:
+		case <-ctx.Done(): // the caller is gone; the endpoint exists anyway
+			t.Stop()
+		}
 	}
 	return cloneWebhook(out), secret, nil
 }
