@@ -82,8 +82,10 @@ type Dream struct {
 	CreatedAt      time.Time
 	EndedAt        *time.Time
 	ArchivedAt     *time.Time
-	// Runner bookkeeping, not part of the API: the node holding the dream
-	// and until when its lease runs (renewed by heartbeats), and how many
+	// Runner bookkeeping, not part of the API, read from the dream's job
+	// in the jobs queue while it has one (from its creation until its
+	// runner finishes it; zero after): the node holding the dream and
+	// until when its lease runs (renewed by heartbeats), and how many
 	// times a runner claimed it.
 	LeaseOwner     string
 	LeaseExpiresAt *time.Time

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/backup"
@@ -285,5 +286,79 @@ func TestRestoreRefusesWhatPostgreSQLCannotHold(t *testing.T) {
 		if len(rows) > 0 {
 			t.Errorf("a refused restore left %d rows in %s", len(rows), table)
 		}
+	}
+}
+
+// TestRestoreBackupWithDreamLeases: a backup written before dreams were
+// jobs holds the dreams' own lease columns (storage.BackupRetired) and no
+// dream jobs: it restores, the retired values dropped, and a dream left
+// running gets its job, so the next runner fails it runner_lost instead of
+// leaving it running for ever.
+func TestRestoreBackupWithDreamLeases(t *testing.T) {
+	t.Parallel()
+	_, b := writeBackup(t)
+	ls := lines(t, b)
+	var h backup.Header
+	if err := json.Unmarshal([]byte(ls[0]), &h); err != nil {
+		t.Fatal(err)
+	}
+	var keep []backup.TableHeader
+	for _, th := range h.Tables {
+		switch th.Name {
+		case "jobs":
+			continue // the old backup's jobs held no dream's
+		case "dreams":
+			for _, c := range storage.BackupRetired["dreams"] {
+				th.Columns = append(th.Columns, backup.ColumnHeader(c))
+			}
+		}
+		keep = append(keep, th)
+	}
+	h.Tables = keep
+	hb, _ := json.Marshal(h)
+	out := []string{string(hb)}
+	var dreamID string
+	for _, l := range ls[1 : len(ls)-1] {
+		switch {
+		case strings.HasPrefix(l, `{"table":"jobs"`):
+			continue
+		case strings.HasPrefix(l, `{"table":"dreams"`):
+			var row struct {
+				Table string `json:"table"`
+				Row   []any  `json:"row"`
+			}
+			if err := json.Unmarshal([]byte(l), &row); err != nil {
+				t.Fatal(err)
+			}
+			dreamID = row.Row[0].(string)
+			row.Row[2] = "running"                              // status
+			row.Row = append(row.Row, "node-1", row.Row[19], 2) // lease_owner, lease_expires_at (created_at's), attempts
+			nb, _ := json.Marshal(row)
+			l = string(nb) + "\n"
+		}
+		out = append(out, l)
+	}
+	out = append(out, `{"end":true,"rows":`+jsonInt(h.Rows())+"}")
+	dst := openSQLite(t)
+	if _, err := backup.Restore(context.Background(), bytes.NewReader(gz(t, out)), dst.(storage.Loader), backup.Options{}); err != nil {
+		t.Fatalf("Restore of a backup with the dreams' lease columns: %v", err)
+	}
+	err := dst.Write(context.Background(), func(tx storage.Tx) error {
+		d, err := tx.DreamGet(context.Background(), "", dreamID)
+		if err != nil {
+			return err
+		}
+		if d.Status != trove.DreamRunning || d.LeaseOwner != "" || d.Attempts != 0 {
+			t.Errorf("restored dream = status %s, lease %q, attempts %d; want running with a free job", d.Status, d.LeaseOwner, d.Attempts)
+		}
+		now := time.Now()
+		j, err := tx.JobClaim(context.Background(), storage.JobDream, "runner", now, now.Add(time.Minute))
+		if err != nil || j.Key != dreamID {
+			t.Errorf("JobClaim after the restore = %+v, %v; want the running dream's job", j, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,7 +22,8 @@ import (
 // version, that every table and column is one this build knows (a backup
 // from a newer Trove with tables or columns this one lacks is refused;
 // one from an older Trove without a table or a nullable column loads,
-// with no rows or NULLs there), every value's type, each table's row
+// with no rows or NULLs there, and its columns this one retired,
+// storage.BackupRetired, are read and dropped), every value's type, each table's row
 // count, the end line and the gzip checksum, all before the commit. A
 // database that already holds rows is refused with ECONFLICT, a file that
 // is not a complete backup with EINVALID. It returns the header.
@@ -113,6 +114,9 @@ func (d *decoder) header() (*Header, []*plan, error) {
 		idx := map[string]int{}
 		for j, c := range th.Columns {
 			sc := spec.Column(c.Name)
+			if sc == nil {
+				sc = storage.BackupRetiredColumn(th.Name, c.Name) // read, then dropped
+			}
 			if sc == nil {
 				return nil, nil, trove.Errorf(trove.EINVALID, "the backup holds column %s.%s, which this trove does not know: restore it with a trove at least as new as the one that wrote it", th.Name, c.Name)
 			}

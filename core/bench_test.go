@@ -9,6 +9,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
 )
@@ -173,4 +174,20 @@ func BenchmarkListMemoriesDepth1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkWebhookEmit: the writes/s of a workspace with no webhook
+// endpoint, one subscribed to another event, and one subscribed to its
+// memory changes, over SQLite (docs/perf/webhooks.md).
+//
+//	go test -run '^$' -bench WebhookEmit -benchtime 4000x ./core
+func BenchmarkWebhookEmit(b *testing.B) {
+	coretest.BenchWebhookEmit(b, func(b *testing.B) storage.Driver {
+		db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{AutoMigrate: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}, []int{1, 16})
 }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -70,6 +71,8 @@ type Service struct {
 	work       workHub       // wakes the work queue's long polls (work.go)
 	hooks      WebhookOptions
 	hookWake   chan struct{} // a delivery was queued here (WebhookWakes)
+	pruneWoken atomic.Bool   // this process woke the webhook log's prune job
+	noHooks    noHookCache   // workspaces without endpoints (webhookemit.go)
 }
 
 var (
@@ -83,6 +86,7 @@ var (
 func New(d storage.Driver, o Options) *Service {
 	s := &Service{db: d, limits: withDefaults(o.Limits), clock: o.Now, log: o.Logger, authc: newAuthCache(o.AuthCacheTTL),
 		hooks: o.Webhooks.withDefaults(), hookWake: make(chan struct{}, 1)}
+	s.noHooks.ttl = s.hooks.NoEndpointCache
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -195,8 +199,9 @@ func (s *Service) write(ctx context.Context, op string, fn func(storage.Tx) erro
 // writeRaw is write without the error mapping.
 func (s *Service) writeRaw(ctx context.Context, fn func(storage.Tx) error) error {
 	var et *emitTx
+	start := time.Now()
 	err := s.db.Write(ctx, func(tx storage.Tx) error {
-		et = newEmitTx(s, tx)
+		et = newEmitTx(s, tx, start)
 		return fn(et)
 	})
 	if err == nil && et != nil && et.sent {

@@ -122,6 +122,10 @@ func (s *Service) CreateDream(ctx context.Context, p trove.CreateDreamParams) (*
 		if err := tx.DreamInsert(ctx, d); err != nil {
 			return err
 		}
+		// The runners' queue: the dream's job, in the same transaction.
+		if err := tx.JobWake(ctx, storage.JobDream, d.ID, now); err != nil {
+			return err
+		}
 		out = d
 		return nil
 	})
@@ -281,20 +285,46 @@ func cloneDream(d *trove.Dream) *trove.Dream {
 
 // ---- the runner's side: operator functions, no principal ----
 
-// ClaimDream takes, for lease, the oldest dream that is pending or whose
-// runner's lease expired (a node that died), on behalf of the runner named
-// owner. It returns nil, nil when there is none. The caller decides what a
-// claimed dream that is not pending means (see package dreamrun).
+// ClaimDream takes, for lease, the dream whose job (storage.JobDream) was
+// woken longest ago and is free or whose runner's lease expired (a node
+// that died), on behalf of the runner named owner, through the jobs queue
+// session runs and webhook deliveries use. It returns nil, nil when there
+// is none. A dream canceled before any runner started it (terminal, no
+// session) has nothing left to do: its job is marked done and the next
+// one is tried. The caller decides what another claimed dream that is not
+// pending means (see package dreamrun).
 func (s *Service) ClaimDream(ctx context.Context, owner string, lease time.Duration) (*trove.Dream, error) {
 	var out *trove.Dream
 	err := s.write(ctx, "ClaimDream", func(tx storage.Tx) error {
+		out = nil
 		now := s.now()
-		d, err := tx.DreamClaim(ctx, owner, now, now.Add(lease))
-		if trove.ErrorCode(err) == trove.ENOTFOUND {
+		for {
+			j, err := tx.JobClaim(ctx, storage.JobDream, owner, now, now.Add(lease))
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			d, err := tx.DreamGet(ctx, "", j.Key)
+			if trove.ErrorCode(err) == trove.ENOTFOUND {
+				if err := tx.JobDone(ctx, storage.JobDream, j.Key, owner); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if d.Status.Terminal() && d.SessionID == "" {
+				if err := tx.JobDone(ctx, storage.JobDream, j.Key, owner); err != nil {
+					return err
+				}
+				continue
+			}
+			out = d
 			return nil
 		}
-		out = d
-		return err
 	})
 	if err != nil || out == nil {
 		return nil, err
@@ -323,12 +353,11 @@ func (s *Service) RecordDream(ctx context.Context, dreamID, owner string, lease 
 		if err != nil {
 			return err
 		}
-		if d.LeaseOwner != owner {
-			return trove.Errorf(trove.ECONFLICT, "dream %s is no longer held by runner %s", dreamID, owner)
+		j, err := tx.JobRenew(ctx, storage.JobDream, dreamID, owner, s.now().Add(lease))
+		if err != nil {
+			return dreamLeaseLost(err, dreamID, owner)
 		}
-		now := s.now()
-		until := now.Add(lease)
-		d.LeaseExpiresAt = &until
+		d.LeaseOwner, d.LeaseExpiresAt, d.Attempts = j.LeaseOwner, j.LeaseExpiresAt, int(j.Attempts)
 		if p.Running && d.Status == trove.DreamPending {
 			d.Status = trove.DreamRunning
 		}
@@ -353,8 +382,9 @@ func (s *Service) RecordDream(ctx context.Context, dreamID, owner string, lease 
 // FinishDream ends owner's run of a dream: a dream that is not terminal yet
 // becomes status (completed or failed) with ended_at and derr; a dream
 // already terminal (canceled meanwhile) keeps its status. usage, when not
-// nil, is recorded either way, and the lease is released. ECONFLICT when
-// owner does not hold the lease.
+// nil, is recorded either way, and the dream's job is marked done
+// (JobDone): no runner takes it again. ECONFLICT when owner does not hold
+// the lease.
 func (s *Service) FinishDream(ctx context.Context, dreamID, owner string, status trove.DreamStatus, derr *trove.DreamError, usage *trove.DreamUsage) (*trove.Dream, error) {
 	if !status.Terminal() {
 		return nil, trove.Errorf(trove.EINVALID, "a dream finishes completed, failed or canceled, not %q", status)
@@ -365,8 +395,9 @@ func (s *Service) FinishDream(ctx context.Context, dreamID, owner string, status
 		if err != nil {
 			return err
 		}
-		if d.LeaseOwner != owner {
-			return trove.Errorf(trove.ECONFLICT, "dream %s is no longer held by runner %s", dreamID, owner)
+		// The "mark done" of the dream's job: no runner takes it again.
+		if err := tx.JobDone(ctx, storage.JobDream, dreamID, owner); err != nil {
+			return dreamLeaseLost(err, dreamID, owner)
 		}
 		now := s.now()
 		if !d.Status.Terminal() {
@@ -379,7 +410,7 @@ func (s *Service) FinishDream(ctx context.Context, dreamID, owner string, status
 		if usage != nil {
 			d.Usage = *usage
 		}
-		d.LeaseOwner, d.LeaseExpiresAt = "", nil
+		d.LeaseOwner, d.LeaseExpiresAt, d.Attempts = "", nil, 0
 		out = d
 		return tx.DreamUpdate(ctx, d)
 	})
@@ -387,4 +418,15 @@ func (s *Service) FinishDream(ctx context.Context, dreamID, owner string, status
 		return nil, err
 	}
 	return cloneDream(out), nil
+}
+
+// dreamLeaseLost is the error of a runner's call on a dream whose job it
+// no longer holds (err from JobRenew or JobDone): ECONFLICT, also when the
+// job is gone (finished by the runner that took it over).
+func dreamLeaseLost(err error, dreamID, owner string) error {
+	switch trove.ErrorCode(err) {
+	case trove.ECONFLICT, trove.ENOTFOUND:
+		return trove.Errorf(trove.ECONFLICT, "dream %s is no longer held by runner %s", dreamID, owner)
+	}
+	return err
 }

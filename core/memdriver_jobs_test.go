@@ -86,6 +86,18 @@ func (t *memTx) JobDelete(ctx context.Context, kind, key string) error {
 	return nil
 }
 
+func (t *memTx) JobDone(ctx context.Context, kind, key, owner string) error {
+	j, ok := t.st.jobs[kind+"/"+key]
+	if !ok {
+		return notFound("job", key)
+	}
+	if j.LeaseOwner != owner {
+		return trove.Errorf(trove.ECONFLICT, "lease not held")
+	}
+	delete(t.st.jobs, kind+"/"+key)
+	return nil
+}
+
 // The in-memory driver has no webhook endpoints (core's webhook rules run
 // over the real drivers: coretest's RunWebhooks); events find none.
 func (t *memTx) WebhookList(ctx context.Context, workspaceID string) ([]trove.Webhook, error) {

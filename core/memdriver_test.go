@@ -639,8 +639,23 @@ func cloneDream(d trove.Dream) *trove.Dream {
 }
 
 func (t *memTx) DreamInsert(ctx context.Context, d *trove.Dream) error {
-	t.st.dreams[d.ID] = *cloneDream(*d)
+	c := cloneDream(*d)
+	c.LeaseOwner, c.LeaseExpiresAt, c.Attempts = "", nil, 0 // the job's
+	t.st.dreams[d.ID] = *c
 	return nil
+}
+
+// withLease fills a dream's lease from its job, as the drivers do.
+func (t *memTx) withLease(d trove.Dream) *trove.Dream {
+	c := cloneDream(d)
+	if j, ok := t.st.jobs[storage.JobDream+"/"+d.ID]; ok {
+		c.LeaseOwner, c.Attempts = j.LeaseOwner, int(j.Attempts)
+		if j.LeaseExpiresAt != nil {
+			u := *j.LeaseExpiresAt
+			c.LeaseExpiresAt = &u
+		}
+	}
+	return c
 }
 
 func (t *memTx) DreamGet(ctx context.Context, ws, id string) (*trove.Dream, error) {
@@ -648,7 +663,7 @@ func (t *memTx) DreamGet(ctx context.Context, ws, id string) (*trove.Dream, erro
 	if !ok || (ws != "" && d.WorkspaceID != ws) {
 		return nil, notFound("dream", id)
 	}
-	return cloneDream(d), nil
+	return t.withLease(d), nil
 }
 
 func (t *memTx) DreamLock(ctx context.Context, ws, id string) (*trove.Dream, error) {
@@ -659,7 +674,9 @@ func (t *memTx) DreamUpdate(ctx context.Context, d *trove.Dream) error {
 	if _, ok := t.st.dreams[d.ID]; !ok {
 		return notFound("dream", d.ID)
 	}
-	t.st.dreams[d.ID] = *cloneDream(*d)
+	c := cloneDream(*d)
+	c.LeaseOwner, c.LeaseExpiresAt, c.Attempts = "", nil, 0
+	t.st.dreams[d.ID] = *c
 	return nil
 }
 
@@ -674,7 +691,7 @@ func (t *memTx) DreamList(ctx context.Context, p storage.DreamListParams) ([]tro
 			p.CreatedBefore != nil && !d.CreatedAt.Before(*p.CreatedBefore):
 			continue
 		}
-		out = append(out, *cloneDream(d))
+		out = append(out, *t.withLease(d))
 	}
 	desc(out, func(d trove.Dream) (time.Time, string) { return d.CreatedAt, d.ID })
 	return limitTo(out, p.Limit), nil
@@ -682,29 +699,13 @@ func (t *memTx) DreamList(ctx context.Context, p storage.DreamListParams) ([]tro
 
 func (t *memTx) DreamInPlaceBusy(ctx context.Context, storeID string, now time.Time) (bool, error) {
 	for _, d := range t.st.dreams {
+		l := t.withLease(d)
 		if d.InputStoreID == storeID && d.OutputBehavior == trove.OutputUpdateExisting &&
-			(!d.Status.Terminal() || (d.LeaseOwner != "" && d.LeaseExpiresAt.After(now))) {
+			(!d.Status.Terminal() || (l.LeaseOwner != "" && l.LeaseExpiresAt.After(now))) {
 			return true, nil
 		}
 	}
 	return false, nil
-}
-
-func (t *memTx) DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error) {
-	var best *trove.Dream
-	for _, d := range t.st.dreams {
-		ok := (d.Status == trove.DreamPending && d.LeaseOwner == "") || (d.LeaseOwner != "" && !d.LeaseExpiresAt.After(now))
-		if ok && (best == nil || d.CreatedAt.Before(best.CreatedAt) || (d.CreatedAt.Equal(best.CreatedAt) && d.ID < best.ID)) {
-			best = cloneDream(d)
-		}
-	}
-	if best == nil {
-		return nil, notFound("claimable dream", "")
-	}
-	best.LeaseOwner, best.LeaseExpiresAt = owner, &until
-	best.Attempts++
-	t.st.dreams[best.ID] = *cloneDream(*best)
-	return best, nil
 }
 
 // MemorySearch matches every term in the path or the content with

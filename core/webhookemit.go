@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/trovehq/trove"
@@ -43,7 +44,8 @@ const webhookJobKind = "webhook"
 // made through it. One per attempt of a Write's function.
 type emitTx struct {
 	storage.Tx
-	s *Service
+	s     *Service
+	start time.Time // before the transaction began (noHookCache's stamp)
 
 	hooks map[string][]trove.Webhook // workspace → its enabled endpoints (read once)
 	woken map[string]bool            // endpoints whose job this transaction woke
@@ -62,7 +64,9 @@ type rowSeen struct {
 	status   trove.SessionStatus
 }
 
-func newEmitTx(s *Service, tx storage.Tx) *emitTx { return &emitTx{Tx: tx, s: s} }
+func newEmitTx(s *Service, tx storage.Tx, start time.Time) *emitTx {
+	return &emitTx{Tx: tx, s: s, start: start}
+}
 
 func seen(m *map[string]rowSeen, id string, r rowSeen) {
 	if *m == nil {
@@ -105,16 +109,30 @@ type webhookEvent struct {
 }
 
 // emit queues event typ about resource id of workspace ws for every
-// enabled endpoint of ws that subscribes to it.
+// enabled endpoint of ws that subscribes to it. The endpoints are read
+// once per transaction, unless this node read less than NoEndpointCache
+// ago that ws has none (noHookCache).
 func (t *emitTx) emit(ctx context.Context, ws, typ, id string, extra func(*eventData)) error {
 	if ws == "" {
 		return nil
 	}
 	hooks, ok := t.hooks[ws]
+	if !ok && t.s.noHooks.trusted(ws) {
+		// No endpoint in ws, read less than NoEndpointCache ago: none for
+		// the whole transaction.
+		if t.hooks == nil {
+			t.hooks = map[string][]trove.Webhook{}
+		}
+		t.hooks[ws] = nil
+		return nil
+	}
 	if !ok {
 		all, err := t.Tx.WebhookList(ctx, ws)
 		if err != nil {
 			return err
+		}
+		if len(all) == 0 {
+			t.s.noHooks.remember(ws, t.start)
 		}
 		hooks = nil
 		for _, h := range all {
@@ -379,4 +397,73 @@ func (t *emitTx) EnvironmentDelete(ctx context.Context, id string) error {
 		return err
 	}
 	return t.emit(ctx, workspaceOf(ctx, t.envs, id), trove.HookEnvironmentDeleted, id, nil)
+}
+
+// noHookCache remembers the workspaces this node found without any
+// webhook endpoint, so that their writes do not read the endpoints again
+// for ttl (WebhookOptions.NoEndpointCache): most workspaces have none, and
+// the read is a round trip per write on PostgreSQL.
+//
+// Why it is right across nodes and processes: a workspace is remembered
+// with the time its write began (before its transaction, so before the
+// snapshot that saw no endpoint), and trusted until ttl after that; an
+// endpoint is created by a transaction that committed after that snapshot
+// (else the read would have seen it), and CreateWebhook returns only ttl
+// after its commit. So once CreateWebhook returns, every node's memory of
+// "none" for the workspace has expired, and every change begun after it
+// reads the endpoint, as without the cache. (Durations of the same length
+// on two machines' monotonic clocks; their drift is parts per million.)
+type noHookCache struct {
+	ttl   time.Duration // <= 0: no cache
+	mu    sync.Mutex
+	until map[string]time.Time // workspace → end of trust (monotonic)
+}
+
+// maxNoHookEntries bounds the cache; past it, expired entries go, and all
+// of them if that is not enough.
+const maxNoHookEntries = 4096
+
+func (c *noHookCache) trusted(ws string) bool {
+	if c.ttl <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.until[ws]
+	return ok && time.Now().Before(u)
+}
+
+// remember records that a transaction begun at start saw no endpoint in
+// ws.
+func (c *noHookCache) remember(ws string, start time.Time) {
+	if c.ttl <= 0 {
+		return
+	}
+	u := start.Add(c.ttl)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.until == nil {
+		c.until = map[string]time.Time{}
+	}
+	if len(c.until) >= maxNoHookEntries {
+		now := time.Now()
+		for k, v := range c.until {
+			if !now.Before(v) {
+				delete(c.until, k)
+			}
+		}
+		if len(c.until) >= maxNoHookEntries {
+			clear(c.until)
+		}
+	}
+	if u.After(c.until[ws]) {
+		c.until[ws] = u
+	}
+}
+
+// forget drops ws (an endpoint was created in it here).
+func (c *noHookCache) forget(ws string) {
+	c.mu.Lock()
+	delete(c.until, ws)
+	c.mu.Unlock()
 }

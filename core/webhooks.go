@@ -36,7 +36,26 @@ type WebhookOptions struct {
 	MaxAttempts int
 	// Jitter returns a number in [0, 1); nil means math/rand/v2.
 	Jitter func() float64
+	// Retention is how long a delivered or failed delivery stays in the
+	// delivery log after its last attempt (PruneWebhookDeliveries); 0
+	// means DefaultWebhookRetention; a negative value keeps them for ever.
+	Retention time.Duration
+	// PruneEvery is how often the log is pruned, by whichever sender
+	// takes the prune job; 0 means one hour.
+	PruneEvery time.Duration
+	// NoEndpointCache is how long a node trusts, without reading again,
+	// that a workspace has no endpoint at all, which spares the writes of
+	// such workspaces a read each; CreateWebhook waits as long after its
+	// commit before it returns, so that every change begun on any node
+	// after it returns is delivered to the new endpoint. 0 means 100 ms;
+	// a negative value: no cache (every write reads, and CreateWebhook
+	// does not wait).
+	NoEndpointCache time.Duration
 }
+
+// DefaultWebhookRetention is how long ended deliveries stay in the log by
+// default: 30 days.
+const DefaultWebhookRetention = 30 * 24 * time.Hour
 
 func (o WebhookOptions) withDefaults() WebhookOptions {
 	if o.RetryBase <= 0 {
@@ -50,6 +69,15 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Float64
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultWebhookRetention
+	}
+	if o.PruneEvery <= 0 {
+		o.PruneEvery = time.Hour
+	}
+	if o.NoEndpointCache == 0 {
+		o.NoEndpointCache = 100 * time.Millisecond
 	}
 	return o
 }
@@ -220,6 +248,17 @@ func (s *Service) CreateWebhook(ctx context.Context, p trove.CreateWebhookParams
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	// Every node's memory that the workspace had no endpoint expires
+	// before this returns (noHookCache).
+	if ttl := s.hooks.NoEndpointCache; ttl > 0 {
+		s.noHooks.forget(pr.WorkspaceID)
+		t := time.NewTimer(ttl)
+		select {
+		case <-t.C:
+		case <-ctx.Done(): // the caller is gone; the endpoint exists anyway
+			t.Stop()
+		}
 	}
 	return cloneWebhook(out), secret, nil
 }
@@ -609,6 +648,80 @@ func (s *Service) RecordWebhookAttempt(ctx context.Context, d *trove.WebhookDeli
 		next.NextAttemptAt = at.Add(s.hooks.retryDelay(next.Attempts)).Truncate(time.Microsecond)
 	}
 	return s.write(ctx, "RecordWebhookAttempt", func(tx storage.Tx) error { return tx.DeliveryUpdate(ctx, &next) })
+}
+
+// The delivery log's retention: one job (webhookPruneKind,
+// webhookPruneKey) in the jobs table, claimed by one sender at a time on
+// any node and deferred PruneEvery between two runs, so the log is pruned
+// about once per PruneEvery by the whole deployment.
+const (
+	webhookPruneKind = "webhook_prune"
+	webhookPruneKey  = "log"
+	// webhookPruneBatch is how many deliveries one transaction deletes at
+	// most, so a long backlog is pruned in short transactions.
+	webhookPruneBatch = 1000
+)
+
+// PruneWebhookDeliveries deletes the delivered and failed deliveries whose
+// last attempt is older than the retention (WebhookOptions.Retention), when
+// the prune job is due: it takes the job's lease (for owner, until
+// now+lease, renewed at each batch of at most 1,000 deletions), prunes, and
+// defers the job for PruneEvery. It returns how many deliveries it
+// deleted: 0 when the job is not due (another node pruned less than
+// PruneEvery ago, or is pruning) or retention is off. Pending deliveries
+// are never deleted. ECONFLICT when the lease was lost midway.
+func (s *Service) PruneWebhookDeliveries(ctx context.Context, owner string, lease time.Duration) (int, error) {
+	if s.hooks.Retention < 0 {
+		return 0, nil
+	}
+	claimed := false
+	err := s.write(ctx, "ClaimWebhookPrune", func(tx storage.Tx) error {
+		claimed = false
+		now := s.now()
+		// The job exists once woken; a wake leaves a deferral alone, so
+		// each process wakes it once, at its first call.
+		if !s.pruneWoken.Load() {
+			if err := tx.JobWake(ctx, webhookPruneKind, webhookPruneKey, now); err != nil {
+				return err
+			}
+		}
+		_, err := tx.JobClaim(ctx, webhookPruneKind, owner, now, now.Add(lease))
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			return nil
+		}
+		claimed = err == nil
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.pruneWoken.Store(true)
+	if !claimed {
+		return 0, nil
+	}
+	total := 0
+	for {
+		n := 0
+		err := s.write(ctx, "PruneWebhookDeliveries", func(tx storage.Tx) error {
+			now := s.now()
+			if _, err := tx.JobRenew(ctx, webhookPruneKind, webhookPruneKey, owner, now.Add(lease)); err != nil {
+				return err
+			}
+			var err error
+			n, err = tx.DeliveryPrune(ctx, now.Add(-s.hooks.Retention), webhookPruneBatch)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < webhookPruneBatch {
+			break
+		}
+	}
+	return total, s.write(ctx, "DeferWebhookPrune", func(tx storage.Tx) error {
+		return tx.JobDefer(ctx, webhookPruneKind, webhookPruneKey, owner, s.now().Add(s.hooks.PruneEvery))
+	})
 }
 
 // webhookPageLimit resolves the limit of the endpoint and delivery lists:

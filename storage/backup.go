@@ -129,7 +129,7 @@ var BackupTables = []BackupTable{
 		"model text", "model_speed text", "instructions text", "output_behavior text", "output_store_id text",
 		"session_id text", "input_tokens int", "output_tokens int", "cache_read_tokens int", "cache_creation_tokens int",
 		"error_type text?", "error_message text?", "created_by_type text", "created_by_id text",
-		"created_at time", "ended_at time?", "archived_at time?", "lease_owner text", "lease_expires_at time?", "attempts int")},
+		"created_at time", "ended_at time?", "archived_at time?")},
 	{Name: "agents", Key: []string{"id"}, Columns: cols(
 		"id text", "workspace_id text", "version int", "created_at time", "updated_at time", "archived_at time?")},
 	{Name: "agent_versions", Key: []string{"agent_id", "version"}, Columns: cols(
@@ -170,6 +170,26 @@ var BackupExcluded = map[string]string{
 	"console_sessions": "browser sign-ins: a restored deployment signs its console users in again",
 	"workspace_stats":  "derived: the stores per workspace, counted again by the stores' triggers as Load inserts them",
 	"schema_version":   "the target's own migrations; a backup names the schema by its tables and columns",
+}
+
+// BackupRetired are columns that backups written by an older Trove hold
+// and this one no longer has, by table, with their types: a restore reads
+// and drops their values. A row that needed one is made whole by the
+// loader (see Loader.Load).
+var BackupRetired = map[string][]BackupColumn{
+	// The dreams' own lease (SQLite 0016, PostgreSQL 0017): a dream's lease
+	// is its job's now (JobDream).
+	"dreams": cols("lease_owner text", "lease_expires_at time?", "attempts int"),
+}
+
+// BackupRetiredColumn returns the retired column name of table, or nil.
+func BackupRetiredColumn(table, name string) *BackupColumn {
+	for i, c := range BackupRetired[table] {
+		if c.Name == name {
+			return &BackupRetired[table][i]
+		}
+	}
+	return nil
 }
 
 // BackupTableNamed returns the table of BackupTables named name, or nil.
@@ -265,8 +285,11 @@ type Loader interface {
 	// at all. Before fn it refuses, with ECONFLICT, a database holding any
 	// row in a BackupTables table or console_sessions (a load goes into a
 	// new database only), and keeps other writers out until it ends. After
-	// fn it makes every Derived column right. No other call of the driver
-	// should run meanwhile.
+	// fn it makes every Derived column right, and gives every pending or
+	// running dream without a job its JobDream job, free (a backup written
+	// before dreams were jobs: such a dream is run, or failed runner_lost,
+	// by the next runner). No other call of the driver should run
+	// meanwhile.
 	Load(ctx context.Context, fn func(LoadTx) error) error
 }
 

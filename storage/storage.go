@@ -223,32 +223,28 @@ type Tx interface {
 	// Seq ascending.
 	EventListByRef(ctx context.Context, sessionID, refID string) ([]trove.SessionEvent, error)
 
-	// DreamInsert inserts a new dream.
+	// DreamInsert inserts a new dream (not its lease fields: the caller
+	// wakes its JobDream job).
 	DreamInsert(ctx context.Context, d *trove.Dream) error
 	// DreamGet returns a dream of workspaceID ("" for any workspace), or
-	// ENOTFOUND.
+	// ENOTFOUND. Its LeaseOwner, LeaseExpiresAt and Attempts are those of
+	// its job (kind JobDream, key its ID): zero when it has none.
 	DreamGet(ctx context.Context, workspaceID, id string) (*trove.Dream, error)
 	// DreamLock is DreamGet that also serializes every other DreamLock of
 	// the same dream until this transaction ends (SELECT … FOR UPDATE).
 	DreamLock(ctx context.Context, workspaceID, id string) (*trove.Dream, error)
 	// DreamUpdate replaces every mutable column of d.ID: status, output
-	// store, session, usage, error, ended_at, archived_at, lease owner and
-	// expiry, attempts.
+	// store, session, usage, error, ended_at, archived_at (the lease is its
+	// job's: see JobDream).
 	DreamUpdate(ctx context.Context, d *trove.Dream) error
 	// DreamList lists a workspace's dreams by (created_at, id) descending
-	// with the filters of p.
+	// with the filters of p, their leases filled as DreamGet does.
 	DreamList(ctx context.Context, p DreamListParams) ([]trove.Dream, error)
 	// DreamInPlaceBusy reports whether a dream with output behaviour
-	// update_existing on storeID is pending or running, or still holds a
-	// lease that has not expired at now (its runner has not fully stopped).
+	// update_existing on storeID is pending or running, or its job still
+	// holds a lease that has not expired at now (its runner has not fully
+	// stopped).
 	DreamInPlaceBusy(ctx context.Context, storeID string, now time.Time) (bool, error)
-	// DreamClaim takes the lease of one claimable dream, the oldest first:
-	// pending with no lease, or any status with a lease expired at now
-	// (a dead runner's). It sets LeaseOwner to owner, LeaseExpiresAt to
-	// until, adds one to Attempts, and returns the dream; ENOTFOUND when
-	// none is claimable. Two concurrent claims never take the same dream
-	// (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: a conditional UPDATE).
-	DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error)
 
 	// MemorySearch returns live memories that match every term of p.Query
 	// in their path or current content (words as trove.SearchWords splits
@@ -278,7 +274,8 @@ type Tx interface {
 
 	// Jobs: a small durable work queue with leases, shared by runners that
 	// must survive a dead node (the session agent loop; webhook
-	// deliveries, one job per endpoint). A job is (Kind, Key), e.g. ("session_run", sesn_…).
+	// deliveries, one job per endpoint; dreams, one job per dream, JobDream;
+	// the webhook log's pruning). A job is (Kind, Key), e.g. ("session_run", sesn_…).
 	//
 	// JobWake makes the job pending (creating it) and bumps its WakeSeq, so
 	// a runner holding it knows there is new work since its claim.
@@ -305,7 +302,17 @@ type Tx interface {
 	// JobDelete removes the job whoever holds it; removing an absent job
 	// is not an error.
 	JobDelete(ctx context.Context, kind, key string) error
+	// JobDone marks a job done for good, whatever woke it since the claim:
+	// it removes the job while owner holds its lease. ECONFLICT when owner
+	// does not hold it (expired and claimed by another, or released);
+	// ENOTFOUND for an unknown job.
+	JobDone(ctx context.Context, kind, key, owner string) error
 }
+
+// JobDream is the job kind of a dream: one job per dream (key: its ID),
+// woken when the dream is created and done when its runner finishes it.
+// The drivers read a dream's lease from it (Tx.DreamGet).
+const JobDream = "dream"
 
 // StoreStats are a store's counters (see Tx.StoreStats).
 type StoreStats struct {

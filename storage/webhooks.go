@@ -48,6 +48,11 @@ type WebhookTx interface {
 	// DeliveryList lists an endpoint's deliveries by Seq descending, Seq <
 	// BeforeSeq when it is not 0, without payloads.
 	DeliveryList(ctx context.Context, p DeliveryListParams) ([]trove.WebhookDelivery, error)
+	// DeliveryPrune deletes at most limit deliveries, of any endpoint,
+	// that are delivered or failed and whose last attempt was before
+	// before, the oldest attempts first, and returns how many it deleted.
+	// A pending delivery is never deleted.
+	DeliveryPrune(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // DeliveryListParams filters DeliveryList.

@@ -56,6 +56,7 @@ type Backend interface {
 	RecordWebhookAttempt(ctx context.Context, d *trove.WebhookDelivery, a core.WebhookAttempt) error
 	ReleaseWebhook(ctx context.Context, c *core.WebhookClaim) error
 	WebhookWakes() <-chan struct{}
+	PruneWebhookDeliveries(ctx context.Context, owner string, lease time.Duration) (int, error)
 }
 
 var _ Backend = (*core.Service)(nil)
@@ -74,6 +75,10 @@ type Config struct {
 	// Poll (default 1 s) is how often an idle worker looks for work that
 	// another node queued or whose retry came due.
 	Poll time.Duration
+	// PruneCheck (default 1 min) is how often the sender tries to take the
+	// delivery log's prune job (Backend.PruneWebhookDeliveries; the job
+	// itself runs once per core.WebhookOptions.PruneEvery, on one node).
+	PruneCheck time.Duration
 	// ConnectTimeout bounds a connection (default 5 s); Timeout a whole
 	// attempt, from dialling to the end of the response (default 15 s).
 	ConnectTimeout, Timeout time.Duration
@@ -112,6 +117,9 @@ func New(cfg Config) *Sender {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
+	}
+	if cfg.PruneCheck <= 0 {
+		cfg.PruneCheck = time.Minute
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = 5 * time.Second
@@ -176,9 +184,29 @@ func newClient(cfg Config) *http.Client {
 	}
 }
 
-// Run works until ctx ends, Workers endpoints at a time.
+// Run works until ctx ends, Workers endpoints at a time, and prunes the
+// delivery log when its job is due (checked at start, then every
+// PruneCheck).
 func (s *Sender) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(s.cfg.PruneCheck)
+		defer t.Stop()
+		for {
+			n, err := s.be.PruneWebhookDeliveries(ctx, s.cfg.Owner, s.cfg.Lease)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.log.Error("webhook log prune", "err", err)
+			case n > 0:
+				s.log.Info("webhook log pruned", "deliveries", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
 	for range s.cfg.Workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {

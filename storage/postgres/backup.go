@@ -285,6 +285,12 @@ BEGIN
 END $$`); err != nil {
 			return translate(err)
 		}
+		// A backup from before dreams were jobs: their jobs.
+		if _, err := tx.Exec(ctx, `INSERT INTO jobs (kind, key, pending, wake_seq, woken_at)
+			SELECT $1, id, true, 1, created_at FROM dreams WHERE status IN ('pending', 'running')
+			ON CONFLICT (kind, key) DO NOTHING`, storage.JobDream); err != nil {
+			return translate(err)
+		}
 		if _, err := tx.Exec(ctx, `UPDATE stores SET memory_count = c.n, content_bytes = c.b
 			FROM (SELECT store_id, count(*) AS n, coalesce(sum(size_bytes), 0) AS b FROM memories GROUP BY store_id) AS c
 			WHERE stores.id = c.store_id`); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/internal/racechild"
 	"github.com/trovehq/trove/storage"
@@ -423,4 +424,15 @@ func BenchmarkHTTPNodes(b *testing.B) {
 	b.Run(fmt.Sprintf("read/c=%d", c), func(b *testing.B) {
 		runInterleaved(b, c, []variant{{"one", read(one)}, {"two", read(two)}})
 	})
+}
+
+// BenchmarkWebhookEmit: the writes/s of a workspace with no webhook
+// endpoint, one subscribed to another event, and one subscribed to its
+// memory changes, each over a schema of its own (docs/perf/webhooks.md).
+//
+//	go test -run '^$' -bench WebhookEmit -benchtime 4000x ./storage/postgres
+func BenchmarkWebhookEmit(b *testing.B) {
+	coretest.BenchWebhookEmit(b, func(b *testing.B) storage.Driver {
+		return openDBOn(b, testURL(b), newSchema(b), postgres.Options{MaxConns: 16})
+	}, []int{1, 16})
 }

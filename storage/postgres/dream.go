@@ -13,7 +13,16 @@ import (
 const dreamCols = `id, workspace_id, status, input_store_id, session_ids, model, model_speed, instructions,
 	output_behavior, output_store_id, session_id, input_tokens, output_tokens, cache_read_tokens,
 	cache_creation_tokens, error_type, error_message, created_by_type, created_by_id, created_at,
-	ended_at, archived_at, lease_owner, lease_expires_at, attempts`
+	ended_at, archived_at`
+
+// dreamSelect reads dreamCols of dreams d and the lease of each one's job
+// (storage.JobDream), if it has one.
+const dreamSelect = `SELECT d.id, d.workspace_id, d.status, d.input_store_id, d.session_ids, d.model, d.model_speed,
+	d.instructions, d.output_behavior, d.output_store_id, d.session_id, d.input_tokens, d.output_tokens,
+	d.cache_read_tokens, d.cache_creation_tokens, d.error_type, d.error_message, d.created_by_type,
+	d.created_by_id, d.created_at, d.ended_at, d.archived_at,
+	coalesce(j.lease_owner, ''), j.lease_expires_at, coalesce(j.attempts, 0)
+	FROM dreams d LEFT JOIN jobs j ON j.kind = '` + storage.JobDream + `' AND j.key = d.id`
 
 func scanDream(r scanner) (*trove.Dream, error) {
 	var d trove.Dream
@@ -58,16 +67,16 @@ func (t *tx) DreamInsert(ctx context.Context, d *trove.Dream) error {
 		sessions = []string{}
 	}
 	_, err := t.exec(ctx, `INSERT INTO dreams (`+dreamCols+`) VALUES
-		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
 		d.ID, d.WorkspaceID, string(d.Status), d.InputStoreID, sessions, d.Model, d.ModelSpeed,
 		d.Instructions, d.OutputBehavior, d.OutputStoreID, d.SessionID, d.Usage.InputTokens,
 		d.Usage.OutputTokens, d.Usage.CacheReadInputTokens, d.Usage.CacheCreationInputTokens,
-		et, em, typ, id, d.CreatedAt, d.EndedAt, d.ArchivedAt, d.LeaseOwner, d.LeaseExpiresAt, d.Attempts)
+		et, em, typ, id, d.CreatedAt, d.EndedAt, d.ArchivedAt)
 	return translate(err)
 }
 
 func (t *tx) dreamGet(ctx context.Context, workspaceID, id, suffix string) (*trove.Dream, error) {
-	d, err := scanDream(t.queryRow(ctx, "SELECT "+dreamCols+" FROM dreams WHERE id = $1 AND ($2 = '' OR workspace_id = $2)"+suffix, id, workspaceID))
+	d, err := scanDream(t.queryRow(ctx, dreamSelect+" WHERE d.id = $1 AND ($2 = '' OR d.workspace_id = $2)"+suffix, id, workspaceID))
 	if err == pgx.ErrNoRows {
 		return nil, notFound("dream")
 	}
@@ -81,7 +90,7 @@ func (t *tx) DreamGet(ctx context.Context, workspaceID, id string) (*trove.Dream
 
 // DreamLock is DreamGet with the row locked until the transaction ends.
 func (t *tx) DreamLock(ctx context.Context, workspaceID, id string) (*trove.Dream, error) {
-	return t.dreamGet(ctx, workspaceID, id, " FOR UPDATE")
+	return t.dreamGet(ctx, workspaceID, id, " FOR UPDATE OF d")
 }
 
 // DreamUpdate replaces the mutable columns of d.ID.
@@ -89,11 +98,10 @@ func (t *tx) DreamUpdate(ctx context.Context, d *trove.Dream) error {
 	et, em := dreamErrCols(d)
 	tag, err := t.exec(ctx, `UPDATE dreams SET status = $2, output_store_id = $3, session_id = $4,
 		input_tokens = $5, output_tokens = $6, cache_read_tokens = $7, cache_creation_tokens = $8,
-		error_type = $9, error_message = $10, ended_at = $11, archived_at = $12, lease_owner = $13,
-		lease_expires_at = $14, attempts = $15 WHERE id = $1`,
+		error_type = $9, error_message = $10, ended_at = $11, archived_at = $12 WHERE id = $1`,
 		d.ID, string(d.Status), d.OutputStoreID, d.SessionID, d.Usage.InputTokens, d.Usage.OutputTokens,
 		d.Usage.CacheReadInputTokens, d.Usage.CacheCreationInputTokens, et, em, d.EndedAt,
-		d.ArchivedAt, d.LeaseOwner, d.LeaseExpiresAt, d.Attempts)
+		d.ArchivedAt)
 	if err != nil {
 		return translate(err)
 	}
@@ -106,16 +114,16 @@ func (t *tx) DreamUpdate(ctx context.Context, d *trove.Dream) error {
 // DreamList lists a workspace's dreams newest first.
 func (t *tx) DreamList(ctx context.Context, p storage.DreamListParams) ([]trove.Dream, error) {
 	var w where
-	w.add("workspace_id = ?", p.WorkspaceID)
+	w.add("d.workspace_id = ?", p.WorkspaceID)
 	if !p.IncludeArchived {
-		w.add("archived_at IS NULL")
+		w.add("d.archived_at IS NULL")
 	}
 	if len(p.Statuses) > 0 {
 		ss := make([]string, len(p.Statuses))
 		for i, s := range p.Statuses {
 			ss[i] = string(s)
 		}
-		w.add("status = ANY(?::text[])", ss)
+		w.add("d.status = ANY(?::text[])", ss)
 	}
 	if p.CreatedAfter != nil {
 		w.add("created_at > ?", floorMicro(*p.CreatedAfter))
@@ -124,7 +132,7 @@ func (t *tx) DreamList(ctx context.Context, p storage.DreamListParams) ([]trove.
 		w.add("created_at < ?", ceilMicro(*p.CreatedBefore))
 	}
 	w.before(p.Before)
-	q := "SELECT " + dreamCols + " FROM dreams WHERE " + w.sql() + " ORDER BY created_at DESC, id DESC"
+	q := dreamSelect + " WHERE " + w.sql() + " ORDER BY d.created_at DESC, d.id DESC"
 	q += w.limit(p.Limit)
 	rows, err := t.query(ctx, q, w.args...)
 	if err != nil {
@@ -146,23 +154,9 @@ func (t *tx) DreamList(ctx context.Context, p storage.DreamListParams) ([]trove.
 // fully stopped.
 func (t *tx) DreamInPlaceBusy(ctx context.Context, storeID string, now time.Time) (bool, error) {
 	var busy bool
-	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM dreams WHERE input_store_id = $1 AND output_behavior = $2
-		AND (status IN ('pending', 'running') OR (lease_owner <> '' AND lease_expires_at > $3)))`,
-		storeID, trove.OutputUpdateExisting, now).Scan(&busy)
+	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM dreams d WHERE d.input_store_id = $1 AND d.output_behavior = $2
+		AND (d.status IN ('pending', 'running') OR EXISTS (SELECT 1 FROM jobs j
+			WHERE j.kind = $4 AND j.key = d.id AND j.lease_owner <> '' AND j.lease_expires_at > $3)))`,
+		storeID, trove.OutputUpdateExisting, now, storage.JobDream).Scan(&busy)
 	return busy, translate(err)
-}
-
-// DreamClaim takes the lease of the oldest claimable dream; a dream another
-// transaction is claiming is skipped (FOR UPDATE SKIP LOCKED), so two nodes
-// never take the same one.
-func (t *tx) DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error) {
-	d, err := scanDream(t.queryRow(ctx, `UPDATE dreams SET lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
-		WHERE id = (SELECT id FROM dreams
-			WHERE (status = 'pending' AND lease_owner = '') OR (lease_owner <> '' AND lease_expires_at <= $3)
-			ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+dreamCols, owner, until, now))
-	if err == pgx.ErrNoRows {
-		return nil, notFound("claimable dream")
-	}
-	return d, translate(err)
 }

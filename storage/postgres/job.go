@@ -89,6 +89,18 @@ func (t *tx) JobDelete(ctx context.Context, kind, key string) error {
 	return translate(err)
 }
 
+// JobDone removes the job while owner holds its lease.
+func (t *tx) JobDone(ctx context.Context, kind, key, owner string) error {
+	tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2 AND lease_owner = $3`, kind, key, owner)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return t.jobConflict(ctx, kind, key)
+	}
+	return nil
+}
+
 // jobConflict tells an unknown job (ENOTFOUND) from a lease held by
 // someone else (ECONFLICT).
 func (t *tx) jobConflict(ctx context.Context, kind, key string) error {

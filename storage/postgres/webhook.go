@@ -216,3 +216,14 @@ func (t *tx) DeliveryList(ctx context.Context, p storage.DeliveryListParams) ([]
 	}
 	return out, translate(rows.Err())
 }
+
+// DeliveryPrune deletes up to limit ended deliveries attempted before
+// before (index webhook_deliveries_ended).
+func (t *tx) DeliveryPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := t.exec(ctx, `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries
+		WHERE status <> 'pending' AND last_attempt_at < $1 ORDER BY last_attempt_at LIMIT $2)`, before, limit)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -235,6 +235,9 @@ func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
 		if err := fn(&loadTx{c: c}); err != nil {
 			return err
 		}
+		if _, err := c.ExecContext(bg, loadDreamJobs, storage.JobDream); err != nil {
+			return translate(err)
+		}
 		if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
 			return translate(err)
 		}
@@ -242,6 +245,12 @@ func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
 		return nil
 	}})
 }
+
+// loadDreamJobs gives every pending or running dream without a job its job
+// (storage.Loader.Load: a backup from before dreams were jobs).
+const loadDreamJobs = `INSERT INTO jobs (kind, key, pending, wake_seq, woken_at)
+	SELECT ?1, id, 1, 1, created_at FROM dreams WHERE status IN ('pending', 'running')
+	ON CONFLICT (kind, key) DO NOTHING`
 
 // loadTx is storage.LoadTx on the writer connection inside Load.
 type loadTx struct{ c *sql.Conn }

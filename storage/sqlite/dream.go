@@ -14,7 +14,16 @@ import (
 const dreamCols = `id, workspace_id, status, input_store_id, session_ids, model, model_speed, instructions,
 	output_behavior, output_store_id, session_id, input_tokens, output_tokens, cache_read_tokens,
 	cache_creation_tokens, error_type, error_message, created_by_type, created_by_id, created_at,
-	ended_at, archived_at, lease_owner, lease_expires_at, attempts`
+	ended_at, archived_at`
+
+// dreamSelect reads dreamCols of dreams d and the lease of each one's job
+// (storage.JobDream), if it has one.
+const dreamSelect = `SELECT d.id, d.workspace_id, d.status, d.input_store_id, d.session_ids, d.model, d.model_speed,
+	d.instructions, d.output_behavior, d.output_store_id, d.session_id, d.input_tokens, d.output_tokens,
+	d.cache_read_tokens, d.cache_creation_tokens, d.error_type, d.error_message, d.created_by_type,
+	d.created_by_id, d.created_at, d.ended_at, d.archived_at,
+	coalesce(j.lease_owner, ''), j.lease_expires_at, coalesce(j.attempts, 0)
+	FROM dreams d LEFT JOIN jobs j ON j.kind = '` + storage.JobDream + `' AND j.key = d.id`
 
 func scanDream(r rowScanner, d *trove.Dream) error {
 	var status, sessions, typ, id string
@@ -58,12 +67,12 @@ func (t *tx) DreamInsert(ctx context.Context, d *trove.Dream) error {
 	}
 	et, em := dreamErrCols(d)
 	_, err = t.exec(ctx, `INSERT INTO dreams (`+dreamCols+`) VALUES
-		(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.WorkspaceID, string(d.Status), d.InputStoreID, string(sessions), d.Model, d.ModelSpeed,
 		d.Instructions, d.OutputBehavior, d.OutputStoreID, d.SessionID, d.Usage.InputTokens,
 		d.Usage.OutputTokens, d.Usage.CacheReadInputTokens, d.Usage.CacheCreationInputTokens,
 		et, em, string(d.CreatedBy.Type), id, micros(d.CreatedAt), nullMicros(d.EndedAt),
-		nullMicros(d.ArchivedAt), d.LeaseOwner, nullMicros(d.LeaseExpiresAt), d.Attempts)
+		nullMicros(d.ArchivedAt))
 	return err
 }
 
@@ -78,7 +87,7 @@ func nonNilStrings(s []string) []string {
 func (t *tx) DreamGet(ctx context.Context, workspaceID, id string) (*trove.Dream, error) {
 	var d trove.Dream
 	err := t.queryRow(ctx, "dream", id, func(r rowScanner) error { return scanDream(r, &d) },
-		`SELECT `+dreamCols+` FROM dreams WHERE id = ? AND (? = '' OR workspace_id = ?)`, id, workspaceID, workspaceID)
+		dreamSelect+` WHERE d.id = ? AND (? = '' OR d.workspace_id = ?)`, id, workspaceID, workspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -95,36 +104,35 @@ func (t *tx) DreamUpdate(ctx context.Context, d *trove.Dream) error {
 	et, em := dreamErrCols(d)
 	return t.execOne(ctx, "dream", d.ID, `UPDATE dreams SET status = ?, output_store_id = ?, session_id = ?,
 		input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_creation_tokens = ?,
-		error_type = ?, error_message = ?, ended_at = ?, archived_at = ?, lease_owner = ?,
-		lease_expires_at = ?, attempts = ? WHERE id = ?`,
+		error_type = ?, error_message = ?, ended_at = ?, archived_at = ? WHERE id = ?`,
 		string(d.Status), d.OutputStoreID, d.SessionID, d.Usage.InputTokens, d.Usage.OutputTokens,
 		d.Usage.CacheReadInputTokens, d.Usage.CacheCreationInputTokens, et, em, nullMicros(d.EndedAt),
-		nullMicros(d.ArchivedAt), d.LeaseOwner, nullMicros(d.LeaseExpiresAt), d.Attempts, d.ID)
+		nullMicros(d.ArchivedAt), d.ID)
 }
 
 // DreamList lists a workspace's dreams newest first.
 func (t *tx) DreamList(ctx context.Context, p storage.DreamListParams) ([]trove.Dream, error) {
 	var w whereBuilder
-	w.add("workspace_id = ?", p.WorkspaceID)
+	w.add("d.workspace_id = ?", p.WorkspaceID)
 	if !p.IncludeArchived {
-		w.add("archived_at IS NULL")
+		w.add("d.archived_at IS NULL")
 	}
 	if len(p.Statuses) > 0 {
 		args := make([]any, len(p.Statuses))
 		for i, s := range p.Statuses {
 			args[i] = string(s)
 		}
-		w.add("status IN ("+strings.Repeat("?, ", len(args)-1)+"?)", args...)
+		w.add("d.status IN ("+strings.Repeat("?, ", len(args)-1)+"?)", args...)
 	}
 	if p.CreatedAfter != nil {
-		w.add("created_at > ?", micros(*p.CreatedAfter))
+		w.add("d.created_at > ?", micros(*p.CreatedAfter))
 	}
 	if p.CreatedBefore != nil {
-		w.add("created_at < ?", ceilMicros(*p.CreatedBefore))
+		w.add("d.created_at < ?", ceilMicros(*p.CreatedBefore))
 	}
 	w.before(p.Before)
-	rows, err := t.query(ctx, `SELECT `+dreamCols+` FROM dreams`+w.String()+
-		` ORDER BY created_at DESC, id DESC LIMIT ?`, append(w.args, limitArg(p.Limit))...)
+	rows, err := t.query(ctx, dreamSelect+w.String()+
+		` ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, append(w.args, limitArg(p.Limit))...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,24 +153,9 @@ func (t *tx) DreamList(ctx context.Context, p storage.DreamListParams) ([]trove.
 func (t *tx) DreamInPlaceBusy(ctx context.Context, storeID string, now time.Time) (bool, error) {
 	var n int
 	err := t.queryRow(ctx, "dream", "", func(r rowScanner) error { return r.Scan(&n) },
-		`SELECT count(*) FROM dreams WHERE input_store_id = ? AND output_behavior = ?
-		AND (status IN ('pending', 'running') OR (lease_owner <> '' AND lease_expires_at > ?))`,
-		storeID, trove.OutputUpdateExisting, micros(now))
+		`SELECT count(*) FROM dreams d WHERE d.input_store_id = ? AND d.output_behavior = ?
+		AND (d.status IN ('pending', 'running') OR EXISTS (SELECT 1 FROM jobs j
+			WHERE j.kind = ? AND j.key = d.id AND j.lease_owner <> '' AND j.lease_expires_at > ?))`,
+		storeID, trove.OutputUpdateExisting, storage.JobDream, micros(now))
 	return n > 0, err
-}
-
-// DreamClaim takes the lease of the oldest claimable dream with one
-// conditional UPDATE (SQLite runs one writer at a time).
-func (t *tx) DreamClaim(ctx context.Context, owner string, now, until time.Time) (*trove.Dream, error) {
-	var id string
-	err := t.queryRow(ctx, "claimable dream", "", func(r rowScanner) error { return r.Scan(&id) },
-		`UPDATE dreams SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
-		WHERE id = (SELECT id FROM dreams
-			WHERE (status = 'pending' AND lease_owner = '') OR (lease_owner <> '' AND lease_expires_at <= ?)
-			ORDER BY created_at, id LIMIT 1)
-		RETURNING id`, owner, micros(until), micros(now))
-	if err != nil {
-		return nil, err
-	}
-	return t.DreamGet(ctx, "", id)
 }

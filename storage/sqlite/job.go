@@ -100,6 +100,18 @@ func (t *tx) JobDelete(ctx context.Context, kind, key string) error {
 	return err
 }
 
+// JobDone removes the job while owner holds its lease.
+func (t *tx) JobDone(ctx context.Context, kind, key, owner string) error {
+	res, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ? AND lease_owner = ?`, kind, key, owner)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return t.jobConflict(ctx, kind, key)
+	}
+	return nil
+}
+
 // jobConflict tells an unknown job (ENOTFOUND) from a lease held by
 // someone else (ECONFLICT).
 func (t *tx) jobConflict(ctx context.Context, kind, key string) error {

@@ -177,3 +177,15 @@ func (t *tx) DeliveryList(ctx context.Context, p storage.DeliveryListParams) ([]
 	}
 	return out, translate(rows.Err())
 }
+
+// DeliveryPrune deletes up to limit ended deliveries attempted before
+// before (index webhook_deliveries_ended).
+func (t *tx) DeliveryPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := t.exec(ctx, `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries
+		WHERE status <> 'pending' AND last_attempt_at < ? ORDER BY last_attempt_at LIMIT ?)`, micros(before), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -303,11 +303,18 @@ func FillDeployment(t *testing.T, d storage.Driver) []*trove.Store {
 		if err := tx.DreamInsert(ctx, dr); err != nil {
 			return err
 		}
-		dr.OutputStoreID, dr.SessionID, dr.EndedAt, dr.Attempts = s2.ID, "sesn_dream", timePtr(secs(16)), 1
+		dr.OutputStoreID, dr.SessionID, dr.EndedAt = s2.ID, "sesn_dream", timePtr(secs(16))
 		dr.Error = &trove.DreamError{Type: "runner_lost", Message: "the runner died"}
-		dr.LeaseOwner, dr.LeaseExpiresAt = "node-1", timePtr(secs(17))
 		dr.Usage = trove.DreamUsage{InputTokens: 1, OutputTokens: 2, CacheReadInputTokens: 3, CacheCreationInputTokens: 4}
-		return tx.DreamUpdate(ctx, dr)
+		if err := tx.DreamUpdate(ctx, dr); err != nil {
+			return err
+		}
+		// Its runner still holds its job's lease (the jobs table keeps it).
+		if err := tx.JobWake(ctx, storage.JobDream, dr.ID, secs(15)); err != nil {
+			return err
+		}
+		_, err := tx.JobClaim(ctx, storage.JobDream, "node-1", secs(15), secs(17))
+		return err
 	})
 
 	// A webhook endpoint with one delivered and one pending delivery.

@@ -56,8 +56,7 @@ func testDreamRoundTrip(t *testing.T, d storage.Driver) {
 	b.OutputStoreID, b.SessionID = "memstore_out", "sesn_dream"
 	b.Usage = trove.DreamUsage{InputTokens: 1, OutputTokens: 2, CacheReadInputTokens: 3, CacheCreationInputTokens: 4}
 	b.Error = &trove.DreamError{Type: trove.DreamErrTimeout, Message: "ran out of time"}
-	b.EndedAt, b.ArchivedAt, b.LeaseExpiresAt = timePtr(secs(10)), timePtr(secs(11)), timePtr(secs(12))
-	b.LeaseOwner, b.Attempts = "node-1", 3
+	b.EndedAt, b.ArchivedAt = timePtr(secs(10)), timePtr(secs(11))
 	write(t, d, func(ctx context.Context, tx storage.Tx) error {
 		if _, err := tx.DreamLock(ctx, "wrkspc_a", b.ID); err != nil {
 			return err
@@ -138,7 +137,10 @@ func testDreamList(t *testing.T, d storage.Driver) {
 	})
 }
 
-func testDreamClaim(t *testing.T, d storage.Driver) {
+// testDreamJobs: a dream's lease is its job's (storage.JobDream), read
+// with the dream; an in-place dream is busy while pending or running or
+// while its job's lease runs; claims of expired leases race safely.
+func testDreamJobs(t *testing.T, d storage.Driver) {
 	first := newDream("wrkspc_a", "memstore_1", 1)
 	second := newDream("wrkspc_a", "memstore_1", 2)
 	done := newDream("wrkspc_a", "memstore_1", 0)
@@ -150,19 +152,27 @@ func testDreamClaim(t *testing.T, d storage.Driver) {
 			if err := tx.DreamInsert(ctx, x); err != nil {
 				return err
 			}
+			if x != done {
+				if err := tx.JobWake(ctx, storage.JobDream, x.ID, x.CreatedAt); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
 	claim := func(owner string, now int) (*trove.Dream, error) {
 		var got *trove.Dream
 		err := d.Write(context.Background(), func(tx storage.Tx) error {
-			var err error
-			got, err = tx.DreamClaim(context.Background(), owner, secs(now), secs(now+30))
+			j, err := tx.JobClaim(context.Background(), storage.JobDream, owner, secs(now), secs(now+30))
+			if err != nil {
+				return err
+			}
+			got, err = tx.DreamGet(context.Background(), "", j.Key)
 			return err
 		})
 		return got, err
 	}
-	// Oldest pending first; the completed one never.
+	// Oldest first; the one without a job never.
 	got, err := claim("n1", 10)
 	if err != nil || got.ID != first.ID || got.LeaseOwner != "n1" || !got.LeaseExpiresAt.Equal(secs(40)) || got.Attempts != 1 {
 		t.Fatalf("first claim = %+v, %v; want %s leased by n1 until +40s, attempt 1", got, err, first.ID)
@@ -176,6 +186,18 @@ func testDreamClaim(t *testing.T, d storage.Driver) {
 	_, err = claim("n3", 11)
 	wantCode(t, "claim with nothing claimable", err, trove.ENOTFOUND)
 	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+		list, err := tx.DreamList(ctx, storage.DreamListParams{WorkspaceID: "wrkspc_a"})
+		if err != nil {
+			return err
+		}
+		leases := map[string]string{}
+		for _, x := range list {
+			leases[x.ID] = x.LeaseOwner
+		}
+		want := map[string]string{first.ID: "n1", second.ID: "n2", inPlace.ID: "n2", done.ID: ""}
+		if diff := cmp.Diff(want, leases); diff != "" {
+			t.Errorf("DreamList's leases (-want +got):\n%s", diff)
+		}
 		busy, err := tx.DreamInPlaceBusy(ctx, "memstore_ip", secs(11))
 		if err != nil || !busy {
 			t.Errorf("DreamInPlaceBusy(pending in-place) = %v, %v; want true", busy, err)
@@ -187,9 +209,14 @@ func testDreamClaim(t *testing.T, d storage.Driver) {
 		return nil
 	})
 	// A canceled in-place dream whose runner still holds the lease is busy
-	// until the lease is released or expires.
-	inPlace.Status, inPlace.LeaseOwner, inPlace.LeaseExpiresAt = trove.DreamCanceled, "n2", timePtr(secs(40))
-	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.DreamUpdate(ctx, inPlace) })
+	// until the lease expires (or the job is done).
+	inPlace.Status = trove.DreamCanceled
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		if _, err := tx.DreamLock(ctx, "", inPlace.ID); err != nil {
+			return err
+		}
+		return tx.DreamUpdate(ctx, inPlace)
+	})
 	read(t, d, func(ctx context.Context, tx storage.Tx) error {
 		for _, c := range []struct {
 			at   int
@@ -221,4 +248,15 @@ func testDreamClaim(t *testing.T, d storage.Driver) {
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("concurrent claims of expired leases (-want +got):\n%s", diff)
 	}
+	// Done: the dream has no lease and no job left to claim.
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		return tx.JobDone(ctx, storage.JobDream, first.ID, "racer")
+	})
+	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+		got, err := tx.DreamGet(ctx, "wrkspc_a", first.ID)
+		if err != nil || got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.Attempts != 0 {
+			t.Errorf("DreamGet after JobDone = %+v, %v; want no lease", got, err)
+		}
+		return nil
+	})
 }

@@ -85,4 +85,20 @@ func testJobs(t *testing.T, d storage.Driver) {
 	if j, err := claim("n5", 41); err != nil || j.Key != "b" {
 		t.Fatalf("claim after a release without done = %+v, %v; want b", j, err)
 	}
+	// Done: only by the lease's owner, whatever woke the job meanwhile;
+	// the job is gone.
+	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobWake(ctx, "test_run", "b", secs(42)) })
+	if err := do(func(tx storage.Tx) error { return tx.JobDone(ctx, "test_run", "b", "n4") }); trove.ErrorCode(err) != trove.ECONFLICT {
+		t.Errorf("done by the lease's previous owner: %v, want ECONFLICT", err)
+	}
+	if err := do(func(tx storage.Tx) error { return tx.JobDone(ctx, "test_run", "nope", "n5") }); trove.ErrorCode(err) != trove.ENOTFOUND {
+		t.Errorf("done of an unknown job: %v, want ENOTFOUND", err)
+	}
+	write(t, d, func(ctx context.Context, tx storage.Tx) error { return tx.JobDone(ctx, "test_run", "b", "n5") })
+	if err := do(func(tx storage.Tx) error { return tx.JobDone(ctx, "test_run", "b", "n5") }); trove.ErrorCode(err) != trove.ENOTFOUND {
+		t.Errorf("done twice: %v, want ENOTFOUND (the job is gone)", err)
+	}
+	if j, err := claim("n6", 100); trove.ErrorCode(err) != trove.ENOTFOUND {
+		t.Errorf("claim after done = %+v, %v; want ENOTFOUND", j, err)
+	}
 }

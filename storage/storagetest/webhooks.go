@@ -2,6 +2,8 @@ package storagetest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -197,6 +199,95 @@ func testDeliveries(t *testing.T, d storage.Driver) {
 		}
 		return nil
 	})
+}
+
+// testDeliveryPrune: delivered and failed deliveries attempted before the
+// cut are deleted, oldest first, at most limit at a time, whatever their
+// endpoint; pending ones never, however old.
+func testDeliveryPrune(t *testing.T, d storage.Driver) {
+	type row struct {
+		hook    string
+		status  trove.DeliveryStatus
+		attempt int // last attempt, seconds; -1: none
+	}
+	rows := []row{
+		{"whep_p1", trove.DeliveryDelivered, 5},
+		{"whep_p1", trove.DeliveryFailed, 3},
+		{"whep_p1", trove.DeliveryPending, 1},  // retried since, still pending
+		{"whep_p1", trove.DeliveryPending, -1}, // never attempted
+		{"whep_p2", trove.DeliveryDelivered, 4},
+		{"whep_p2", trove.DeliveryDelivered, 20}, // after the cut
+	}
+	seqs := make([]int64, len(rows))
+	write(t, d, func(ctx context.Context, tx storage.Tx) error {
+		for _, id := range []string{"whep_p1", "whep_p2"} {
+			if err := tx.WebhookInsert(ctx, newWebhook("ws_prune", id, 0), "whsec_p"); err != nil {
+				return err
+			}
+		}
+		for i, r := range rows {
+			dl := &trove.WebhookDelivery{WebhookID: r.hook, EventID: fmt.Sprintf("whe_p%d", i), EventType: "x", Payload: []byte(`{}`),
+				CreatedAt: secs(0), NextAttemptAt: secs(0)}
+			if err := tx.DeliveryInsert(ctx, dl); err != nil {
+				return err
+			}
+			seqs[i] = dl.Seq
+			if r.attempt < 0 {
+				continue
+			}
+			up := *dl
+			up.Status, up.Attempts, up.LastAttemptAt, up.NextAttemptAt = r.status, 1, timePtr(secs(r.attempt)), secs(r.attempt+1)
+			if r.status == trove.DeliveryDelivered {
+				up.DeliveredAt = timePtr(secs(r.attempt))
+			}
+			if err := tx.DeliveryUpdate(ctx, &up); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	prune := func(limit int) int {
+		var n int
+		write(t, d, func(ctx context.Context, tx storage.Tx) error {
+			var err error
+			n, err = tx.DeliveryPrune(ctx, secs(10), limit)
+			return err
+		})
+		return n
+	}
+	left := func() []int64 {
+		var out []int64
+		read(t, d, func(ctx context.Context, tx storage.Tx) error {
+			for _, id := range []string{"whep_p1", "whep_p2"} {
+				l, err := tx.DeliveryList(ctx, storage.DeliveryListParams{WebhookID: id, Limit: 100})
+				if err != nil {
+					return err
+				}
+				for _, x := range l {
+					out = append(out, x.Seq)
+				}
+			}
+			return nil
+		})
+		slices.Sort(out)
+		return out
+	}
+	if n := prune(2); n != 2 {
+		t.Fatalf("DeliveryPrune(limit 2) = %d, want 2", n)
+	}
+	// The two oldest attempts went first: the failed one (3 s) and whep_p2's (4 s).
+	if diff := cmp.Diff([]int64{seqs[0], seqs[2], seqs[3], seqs[5]}, left()); diff != "" {
+		t.Errorf("left after the first prune (-want +got):\n%s", diff)
+	}
+	if n := prune(100); n != 1 {
+		t.Fatalf("second DeliveryPrune = %d, want 1", n)
+	}
+	if n := prune(100); n != 0 {
+		t.Fatalf("third DeliveryPrune = %d, want 0", n)
+	}
+	if diff := cmp.Diff([]int64{seqs[2], seqs[3], seqs[5]}, left()); diff != "" {
+		t.Errorf("left at the end (-want +got):\n%s", diff)
+	}
 }
 
 // testJobDefer: a deferred job is unclaimable until its time, whatever

@@ -19,6 +19,7 @@ type webhookConfig struct {
 	lease, timeout      time.Duration
 	retryBase, retryMax time.Duration
 	maxAttempts         int
+	retention           time.Duration
 	allowPrivate        bool
 	allowHTTP           bool
 }
@@ -30,6 +31,7 @@ func addWebhookFlags(f *pflag.FlagSet, c *webhookConfig) {
 	f.DurationVar(&c.retryBase, "webhook-retry-base", 5*time.Second, "wait before a failed delivery's first retry; it doubles at each retry, with jitter")
 	f.DurationVar(&c.retryMax, "webhook-retry-max", time.Hour, "longest wait between two attempts of a delivery")
 	f.IntVar(&c.maxAttempts, "webhook-max-attempts", 24, "attempts of a delivery before it is marked failed and its endpoint's queue moves on")
+	f.DurationVar(&c.retention, "webhook-retention", core.DefaultWebhookRetention, "how long delivered and failed deliveries stay in the delivery log after their last attempt (pruned hourly); 0 keeps them for ever")
 	f.BoolVar(&c.allowPrivate, "webhook-allow-private", false, "allow webhook URLs and connections to private, loopback and link-local addresses (tests, a private network)")
 	f.BoolVar(&c.allowHTTP, "webhook-allow-http", false, "allow http:// webhook URLs (tests, a private network); deliveries are then unencrypted")
 }
@@ -41,12 +43,20 @@ func (c webhookConfig) check() error {
 	if c.retryBase <= 0 || c.retryMax < c.retryBase || c.maxAttempts <= 0 {
 		return fmt.Errorf("--webhook-retry-base must be positive and at most --webhook-retry-max, and --webhook-max-attempts positive")
 	}
+	if c.retention < 0 {
+		return fmt.Errorf("--webhook-retention must be >= 0 (0 keeps the log for ever), got %s", c.retention)
+	}
 	return nil
 }
 
 // coreOptions are the core rules the flags set.
 func (c webhookConfig) coreOptions() core.WebhookOptions {
-	return core.WebhookOptions{AllowHTTP: c.allowHTTP, AllowPrivate: c.allowPrivate, RetryBase: c.retryBase, RetryMax: c.retryMax, MaxAttempts: c.maxAttempts}
+	retention := c.retention
+	if retention == 0 {
+		retention = -1 // core: kept for ever
+	}
+	return core.WebhookOptions{AllowHTTP: c.allowHTTP, AllowPrivate: c.allowPrivate, RetryBase: c.retryBase, RetryMax: c.retryMax,
+		MaxAttempts: c.maxAttempts, Retention: retention}
 }
 
 // startWebhooks starts the webhook sender over svc and returns the
