@@ -48,7 +48,8 @@ func mcpBenchContent(i int) string {
 
 // mcpBenchServer is one MCP server under test, as the workload drives it.
 type mcpBenchServer struct {
-	cs *mcp.ClientSession
+	cs   *mcp.ClientSession
+	pids []int // its processes, for their CPU time
 	// write and edit are the tool calls that create file i and replace
 	// old with new in it; read returns file i's content as the server
 	// holds it once the edits are done.
@@ -57,7 +58,7 @@ type mcpBenchServer struct {
 	read  func(ctx context.Context, i int) (string, error)
 }
 
-// mcpBenchResult is what one run of the workload measured.
+// mcpBenchResult is what one run of the workload measured on one server.
 type mcpBenchResult struct {
 	writeDur, editDur time.Duration
 	cpu               time.Duration // user+system CPU time of the server processes during the workload
@@ -78,17 +79,28 @@ func (r mcpBenchResult) editsPerSec() float64 {
 	return float64(mcpBenchEdits) / r.editDur.Seconds()
 }
 
-// runMCPBench writes the files, then runs the edits, each phase
-// mcpBenchConc calls at a time, and counts the acknowledged edits the final
-// content lacks. The edits are handed out file by file (the calls in
-// flight edit one file), or with spread round-robin over the files (the
-// calls in flight edit different files).
-func runMCPBench(b *testing.B, s mcpBenchServer, spread bool) mcpBenchResult {
+// Chunks of the workload the servers take turns at (see runMCPBench).
+const (
+	mcpBenchWriteChunk = 60                // files
+	mcpBenchEditChunk  = 5 * mcpBenchSlots // edits
+)
+
+// runMCPBench runs the workload on each server: it writes the files, then
+// runs the edits, mcpBenchConc calls at a time, and counts the
+// acknowledged edits the final content lacks. The servers take turns chunk
+// by chunk (mcpBenchWriteChunk writes, mcpBenchEditChunk edits), the first
+// server alternating, so that the machine's load, which drifts over
+// seconds on a shared machine, weighs alike on both. The edits are handed
+// out file by file (the calls in flight edit one file), or with spread
+// round-robin over the files (the calls in flight edit different files).
+func runMCPBench(b *testing.B, servers []*mcpBenchServer, spread bool) []mcpBenchResult {
 	b.Helper()
 	ctx := context.Background()
-	var res mcpBenchResult
-	var failed sync.Map // edit index → true when the call was refused
-	phase := func(n int, call func(k int) *mcp.CallToolParams) time.Duration {
+	res := make([]mcpBenchResult, len(servers))
+	failed := make([]sync.Map, len(servers)) // edit index → true when the call was refused
+	// run makes calls from to to on server si and returns how long it took.
+	run := func(si, from, to int, call func(s *mcpBenchServer, k int) *mcp.CallToolParams) time.Duration {
+		s := servers[si]
 		jobs := make(chan int)
 		var wg sync.WaitGroup
 		var firstErr atomic.Value
@@ -98,21 +110,21 @@ func runMCPBench(b *testing.B, s mcpBenchServer, spread bool) mcpBenchResult {
 			go func() {
 				defer wg.Done()
 				for k := range jobs {
-					r, err := s.cs.CallTool(ctx, call(k))
+					r, err := s.cs.CallTool(ctx, call(s, k))
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err)
 						continue
 					}
 					if r.IsError {
-						failed.Store(k, true)
-						if atomic.AddInt64(&res.errors, 1) == 1 {
+						failed[si].Store(k, true)
+						if atomic.AddInt64(&res[si].errors, 1) == 1 {
 							b.Logf("tool error: %s", mcpResultText(r))
 						}
 					}
 				}
 			}()
 		}
-		for k := 0; k < n; k++ {
+		for k := from; k < to; k++ {
 			jobs <- k
 		}
 		close(jobs)
@@ -122,28 +134,52 @@ func runMCPBench(b *testing.B, s mcpBenchServer, spread bool) mcpBenchResult {
 		}
 		return time.Since(start)
 	}
-	res.writeDur = phase(mcpBenchFiles, s.write)
-	if res.errors != 0 {
-		b.Fatalf("%d of %d writes failed", res.errors, mcpBenchFiles)
-	}
-	res.editDur = phase(mcpBenchEdits, func(k int) *mcp.CallToolParams {
+	write := func(s *mcpBenchServer, k int) *mcp.CallToolParams { return s.write(k) }
+	edit := func(s *mcpBenchServer, k int) *mcp.CallToolParams {
 		i, slot := k/mcpBenchSlots, k%mcpBenchSlots
 		if spread {
 			i, slot = k%mcpBenchHot, k/mcpBenchHot
 		}
 		return s.edit(i, fmt.Sprintf("slot %02d of file %03d: before", slot, i), fmt.Sprintf("slot %02d of file %03d: after", slot, i))
-	})
-	for i := 0; i < mcpBenchHot; i++ {
-		content, err := s.read(ctx, i)
-		if err != nil {
-			b.Fatal(err)
+	}
+	cpu := make([]time.Duration, len(servers))
+	for si, s := range servers {
+		cpu[si] = treeCPU(s.pids...)
+	}
+	turn := 0
+	for from := 0; from < mcpBenchFiles; from += mcpBenchWriteChunk {
+		for j := range servers {
+			si := (turn + j) % len(servers)
+			res[si].writeDur += run(si, from, min(from+mcpBenchWriteChunk, mcpBenchFiles), write)
 		}
-		for slot := 0; slot < mcpBenchSlots; slot++ {
-			if _, refused := failed.Load(i*mcpBenchSlots + slot); refused {
-				continue
+		turn++
+	}
+	for si := range servers {
+		if res[si].errors != 0 {
+			b.Fatalf("server %d: %d of %d writes failed", si, res[si].errors, mcpBenchFiles)
+		}
+	}
+	for from := 0; from < mcpBenchEdits; from += mcpBenchEditChunk {
+		for j := range servers {
+			si := (turn + j) % len(servers)
+			res[si].editDur += run(si, from, min(from+mcpBenchEditChunk, mcpBenchEdits), edit)
+		}
+		turn++
+	}
+	for si, s := range servers {
+		res[si].cpu = treeCPU(s.pids...) - cpu[si]
+		for i := 0; i < mcpBenchHot; i++ {
+			content, err := s.read(ctx, i)
+			if err != nil {
+				b.Fatal(err)
 			}
-			if !strings.Contains(content, fmt.Sprintf("slot %02d of file %03d: after", slot, i)) {
-				res.lost++
+			for slot := 0; slot < mcpBenchSlots; slot++ {
+				if _, refused := failed[si].Load(i*mcpBenchSlots + slot); refused {
+					continue
+				}
+				if !strings.Contains(content, fmt.Sprintf("slot %02d of file %03d: after", slot, i)) {
+					res[si].lost++
+				}
 			}
 		}
 	}
@@ -289,10 +325,10 @@ func startRefMCP(b *testing.B, client *mcp.Client) (cs *mcp.ClientSession, dir s
 // in the same run: trove is `trove mcp --store` talking HTTP to a local
 // `trove serve` (SQLite, fsync per commit). Each iteration writes 300
 // files, then makes 800 str_replace edits (edit_file for the reference),
-// 16 calls in flight, on each server (which one first alternates), and
-// reports operations per second (writes and edits) of both, their ratio,
-// the servers' CPU time per operation and the acknowledged edits each
-// lost. Trove must lose none.
+// 16 calls in flight, on each server, the two taking turns chunk by chunk
+// (runMCPBench), and reports operations per second (writes and edits) of
+// both, their ratio, the servers' CPU time per operation and the
+// acknowledged edits each lost. Trove must lose none.
 //
 // hot-files hands the edits out file by file, so the calls in flight edit
 // one file (the reference, which reads, modifies and writes without a
@@ -314,78 +350,73 @@ func benchMCPEdits(b *testing.B, spread bool) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "trove-bench", Version: "1"}, nil)
 	var troveOps, refOps, troveCPU, refCPU, refLost float64
 	for n := 0; n < b.N; n++ {
-		var tr, ref mcpBenchResult
-		runTrove := func() {
-			cs, pids, stop := startTroveMCP(b, client)
-			cpu := treeCPU(pids...)
-			tr = runMCPBench(b, mcpBenchServer{
-				cs: cs,
-				write: func(i int) *mcp.CallToolParams {
-					return &mcp.CallToolParams{Name: "memory", Arguments: map[string]any{
-						"command": "create", "path": fmt.Sprintf("/memories/notes/f%03d.md", i), "file_text": mcpBenchContent(i)}}
-				},
-				edit: func(i int, old, new string) *mcp.CallToolParams {
-					return &mcp.CallToolParams{Name: "memory", Arguments: map[string]any{
-						"command": "str_replace", "path": fmt.Sprintf("/memories/notes/f%03d.md", i), "old_str": old, "new_str": new}}
-				},
-				read: func(ctx context.Context, i int) (string, error) {
-					r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory", Arguments: map[string]any{
-						"command": "view", "path": fmt.Sprintf("/memories/notes/f%03d.md", i)}})
-					if err != nil {
-						return "", err
-					}
-					if r.IsError {
-						return "", fmt.Errorf("view f%03d: %s", i, mcpResultText(r))
-					}
-					return mcpResultText(r), nil
-				},
-			}, spread)
-			tr.cpu = treeCPU(pids...) - cpu
-			stop()
+		cs, pids, stopTrove := startTroveMCP(b, client)
+		trove := &mcpBenchServer{
+			cs:   cs,
+			pids: pids,
+			write: func(i int) *mcp.CallToolParams {
+				return &mcp.CallToolParams{Name: "memory", Arguments: map[string]any{
+					"command": "create", "path": fmt.Sprintf("/memories/notes/f%03d.md", i), "file_text": mcpBenchContent(i)}}
+			},
+			edit: func(i int, old, new string) *mcp.CallToolParams {
+				return &mcp.CallToolParams{Name: "memory", Arguments: map[string]any{
+					"command": "str_replace", "path": fmt.Sprintf("/memories/notes/f%03d.md", i), "old_str": old, "new_str": new}}
+			},
+			read: func(ctx context.Context, i int) (string, error) {
+				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory", Arguments: map[string]any{
+					"command": "view", "path": fmt.Sprintf("/memories/notes/f%03d.md", i)}})
+				if err != nil {
+					return "", err
+				}
+				if r.IsError {
+					return "", fmt.Errorf("view f%03d: %s", i, mcpResultText(r))
+				}
+				return mcpResultText(r), nil
+			},
 		}
-		runRef := func() {
-			cs, dir, pid, stop := startRefMCP(b, client)
-			cpu := treeCPU(pid)
-			notes := filepath.Join(dir, "notes")
-			if err := os.Mkdir(notes, 0o755); err != nil {
-				b.Fatal(err)
-			}
-			ref = runMCPBench(b, mcpBenchServer{
-				cs: cs,
-				write: func(i int) *mcp.CallToolParams {
-					return &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{
-						"path": filepath.Join(notes, fmt.Sprintf("f%03d.md", i)), "content": mcpBenchContent(i)}}
-				},
-				edit: func(i int, old, new string) *mcp.CallToolParams {
-					return &mcp.CallToolParams{Name: "edit_file", Arguments: map[string]any{
-						"path": filepath.Join(notes, fmt.Sprintf("f%03d.md", i)), "edits": []map[string]any{{"oldText": old, "newText": new}}}}
-				},
-				read: func(_ context.Context, i int) (string, error) {
-					data, err := os.ReadFile(filepath.Join(notes, fmt.Sprintf("f%03d.md", i)))
-					return string(data), err
-				},
-			}, spread)
-			ref.cpu = treeCPU(pid) - cpu
-			stop()
+		rcs, dir, pid, stopRef := startRefMCP(b, client)
+		notes := filepath.Join(dir, "notes")
+		if err := os.Mkdir(notes, 0o755); err != nil {
+			b.Fatal(err)
 		}
-		if n%2 == 0 {
-			runTrove()
-			runRef()
-		} else {
-			runRef()
-			runTrove()
+		ref := &mcpBenchServer{
+			cs:   rcs,
+			pids: []int{pid},
+			write: func(i int) *mcp.CallToolParams {
+				return &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{
+					"path": filepath.Join(notes, fmt.Sprintf("f%03d.md", i)), "content": mcpBenchContent(i)}}
+			},
+			edit: func(i int, old, new string) *mcp.CallToolParams {
+				return &mcp.CallToolParams{Name: "edit_file", Arguments: map[string]any{
+					"path": filepath.Join(notes, fmt.Sprintf("f%03d.md", i)), "edits": []map[string]any{{"oldText": old, "newText": new}}}}
+			},
+			read: func(_ context.Context, i int) (string, error) {
+				data, err := os.ReadFile(filepath.Join(notes, fmt.Sprintf("f%03d.md", i)))
+				return string(data), err
+			},
 		}
+		servers := []*mcpBenchServer{trove, ref}
+		if n%2 == 1 {
+			servers = []*mcpBenchServer{ref, trove}
+		}
+		res := runMCPBench(b, servers, spread)
+		tr, rf := res[0], res[1]
+		if n%2 == 1 {
+			tr, rf = rf, tr
+		}
+		stopTrove()
+		stopRef()
 		if tr.lost != 0 || tr.errors != 0 {
 			b.Errorf("trove: %d acknowledged edits lost, %d calls refused; want none", tr.lost, tr.errors)
 		}
 		b.Logf("trove %.0f ops/s (%.0f edits/s, %.2f ms CPU/op), reference %.0f ops/s (%.0f edits/s, %.2f ms CPU/op): ratio %.2f (edits %.2f); lost: trove %d, reference %d of %d (reference refused %d)",
-			tr.opsPerSec(), tr.editsPerSec(), tr.cpuPerOp(), ref.opsPerSec(), ref.editsPerSec(), ref.cpuPerOp(),
-			tr.opsPerSec()/ref.opsPerSec(), tr.editsPerSec()/ref.editsPerSec(), tr.lost, ref.lost, mcpBenchEdits, ref.errors)
+			tr.opsPerSec(), tr.editsPerSec(), tr.cpuPerOp(), rf.opsPerSec(), rf.editsPerSec(), rf.cpuPerOp(),
+			tr.opsPerSec()/rf.opsPerSec(), tr.editsPerSec()/rf.editsPerSec(), tr.lost, rf.lost, mcpBenchEdits, rf.errors)
 		troveOps += tr.opsPerSec()
-		refOps += ref.opsPerSec()
+		refOps += rf.opsPerSec()
 		troveCPU += tr.cpuPerOp()
-		refCPU += ref.cpuPerOp()
-		refLost += float64(ref.lost)
+		refCPU += rf.cpuPerOp()
+		refLost += float64(rf.lost)
 	}
 	n := float64(b.N)
 	b.ReportMetric(troveOps/n, "trove-ops/s")
