@@ -49,7 +49,7 @@ type clientOptions struct {
 type ClientOption func(*clientOptions)
 
 // WithHTTPClient sets the HTTP client (default: a client with a 60 s
-// timeout).
+// timeout that keeps up to MaxIdleConnsPerHost idle connections).
 func WithHTTPClient(c *http.Client) ClientOption {
 	return func(o *clientOptions) { o.httpClient = c }
 }
@@ -77,7 +77,7 @@ func NewClient(baseURL, apiKey string, opts ...ClientOption) *Client {
 		f(&o)
 	}
 	if o.httpClient == nil {
-		o.httpClient = &http.Client{Timeout: 60 * time.Second}
+		o.httpClient = &http.Client{Timeout: 60 * time.Second, Transport: defaultTransport()}
 	}
 	base := strings.TrimRight(baseURL, "/")
 	sdkOpts := []option.RequestOption{
@@ -98,6 +98,25 @@ func NewClient(baseURL, apiKey string, opts ...ClientOption) *Client {
 		key:       apiKey,
 		workspace: o.workspace,
 	}
+}
+
+// MaxIdleConnsPerHost is how many idle connections to the server the
+// default HTTP client keeps for reuse. net/http's default, 2, is below the
+// concurrency of the client's users (an MCP server running a model's
+// parallel tool calls, the sync worker's transfers): each request beyond
+// two in flight would open a new connection and close it after one use.
+const MaxIdleConnsPerHost = 64
+
+// defaultTransport is net/http's default transport keeping
+// MaxIdleConnsPerHost idle connections.
+func defaultTransport() http.RoundTripper {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t := dt.Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return t
 }
 
 // noRetryOnRefusal marks every 4xx but 408 and 429 as not retryable, so

@@ -433,9 +433,13 @@ func (t *Tool) strReplace(ctx context.Context, in *args) Result {
 // content, up to Options.EditAttempts times in all with a short random
 // backoff; nothing is ever written without the version precondition. If the
 // edit no longer applies to the fresh content, the result says that the
-// file changed under the command and to view it again. It returns nil when
-// the write succeeded.
+// file changed under the command and to view it again. When the FS keeps a
+// copy of the file (CopyFS), the edit is first tried on the copy (see
+// editCopy). It returns nil when the write succeeded.
 func (t *Tool) edit(ctx context.Context, p Path, cmd string, missing func() Result, apply func(content string) (string, *Result)) *Result {
+	if done, res := t.editCopy(ctx, p, cmd, apply); done {
+		return res
+	}
 	for attempt := 1; ; attempt++ {
 		data, ver, err := t.fs.ReadFile(ctx, p.Rel, t.opt.MaxReadSize)
 		var r *Result
@@ -471,6 +475,35 @@ func (t *Tool) edit(ctx context.Context, p Path, cmd string, missing func() Resu
 		}
 		return r
 	}
+}
+
+// editCopy tries the edit on the FS's copy of the file (CopyFS), written
+// conditionally on the copy's version. It returns done == false, having
+// written nothing, when there is no copy, the edit does not apply to it or
+// the write was refused because the file changed: the caller then edits
+// the fresh content. Otherwise res is edit's result (nil when written).
+func (t *Tool) editCopy(ctx context.Context, p Path, cmd string, apply func(content string) (string, *Result)) (done bool, res *Result) {
+	c, ok := t.fs.(CopyFS)
+	if !ok {
+		return false, nil
+	}
+	data, ver, ok := c.Copy(p.Rel)
+	if !ok || ver == "" || (t.opt.MaxReadSize >= 0 && int64(len(data)) > t.opt.MaxReadSize) || !isText(data) {
+		return false, nil
+	}
+	updated, r := apply(string(data))
+	if r != nil {
+		return false, nil
+	}
+	err := t.writeTouch(ctx, p.Rel, []byte(updated), ver)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotExist):
+		return false, nil
+	}
+	r2 := t.editWriteError(p, cmd, err)
+	return true, &r2
 }
 
 // backoff waits a random time below attempt × 2 ms, so that two writers that

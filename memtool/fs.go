@@ -177,3 +177,21 @@ type TouchingFS interface {
 	// accessed at t.
 	WriteFileTouch(ctx context.Context, name string, data []byte, ifMatch Version, t time.Time) (Version, error)
 }
+
+// CopyFS is implemented by backends that keep a copy of the content they
+// last read or wrote of a file and can hand it to an edit without asking
+// their storage: over a remote store it saves str_replace and insert one
+// request of their two. The engine writes the edited copy conditionally on
+// the copy's Version, as it writes any edit, so a copy older than the
+// stored file costs a refused write and a fresh read, never a lost update;
+// and when the edit does not apply to the copy (old_str not found, a line
+// out of range), the engine reads the file afresh before it answers. view
+// never uses the copy.
+type CopyFS interface {
+	FS
+	// Copy returns the content of the file name as the FS last read or
+	// wrote it, and the Version that content has (the Version a
+	// conditional write must match for the copy to be the stored file),
+	// without I/O; ok is false when the FS has no copy it can vouch for.
+	Copy(name string) (data []byte, v Version, ok bool)
+}

@@ -19,7 +19,7 @@ type Mux struct {
 	slugs  []string
 }
 
-var _ memtool.FS = (*Mux)(nil)
+var _ memtool.CopyFS = (*Mux)(nil)
 
 // NewMux returns a Mux with one FS per slug. Slugs must be valid single path
 // names (trove.Slug output is).
@@ -65,6 +65,15 @@ func (m *Mux) Stat(ctx context.Context, name string) (memtool.Info, error) {
 	info, err := fs.Stat(ctx, rest)
 	info.Name = name
 	return info, err
+}
+
+// Copy implements memtool.CopyFS: the copy the mount's FS keeps.
+func (m *Mux) Copy(name string) ([]byte, memtool.Version, bool) {
+	_, fs, rest := m.split(name)
+	if fs == nil || rest == "" {
+		return nil, "", false
+	}
+	return fs.Copy(rest)
 }
 
 // ReadDir implements memtool.FS.

@@ -28,6 +28,15 @@
 // agent renamed it in between without changing its content, the edit
 // follows it.) An unknown name first lists its parent directory.
 //
+// Copies. The FS keeps a copy of the content it last read or wrote of each
+// memory (up to Options.CopyBytes in all) and hands it to the engine's
+// edits (memtool.CopyFS) while the index says the memory still has that
+// content's SHA-256, so a str_replace or insert after a view, a create or
+// another edit of the same memory is one conditional UpdateMemory. The
+// precondition is the copy's SHA-256, checked against the stored content
+// by the store: a copy that another writer made stale is refused, and the
+// engine reads the memory afresh.
+//
 // Directory operations. Deleting a directory deletes every memory below it
 // and renaming a directory renames every memory below it (a path update, so
 // each memory keeps its ID and history), in one transaction when the
@@ -37,9 +46,12 @@ package storefs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/trovehq/trove"
@@ -52,7 +64,22 @@ import (
 type FS struct {
 	t         *storetree.Tree
 	principal *trove.Principal
+
+	mu        sync.Mutex
+	copies    map[string]fileCopy // memory ID → its content as last read or written
+	copyBytes int64               // content bytes in copies
+	maxCopy   int64               // cap on copyBytes
 }
+
+// fileCopy is a memory's content and its SHA-256.
+type fileCopy struct {
+	sha     string
+	content string
+}
+
+// DefaultCopyBytes is how much memory content an FS keeps as copies for
+// edits by default.
+const DefaultCopyBytes = 8 << 20
 
 // Options configure an FS.
 type Options struct {
@@ -64,12 +91,72 @@ type Options struct {
 	// to attribute versions. A remote httpapi.Client ignores it (its
 	// credential decides).
 	Principal *trove.Principal
+	// CopyBytes caps the content the FS keeps as copies for edits (see
+	// "Copies" above); 0 means DefaultCopyBytes, negative keeps none.
+	CopyBytes int64
 }
 
 // New returns an FS over the store storeID reached through svc. It does not
 // contact the store; a missing store shows up as errors from the first call.
 func New(svc trove.Services, storeID string, opt Options) *FS {
-	return &FS{t: storetree.New(svc, storeID, opt.Limits), principal: opt.Principal}
+	if opt.CopyBytes == 0 {
+		opt.CopyBytes = DefaultCopyBytes
+	}
+	return &FS{t: storetree.New(svc, storeID, opt.Limits), principal: opt.Principal,
+		copies: map[string]fileCopy{}, maxCopy: max(opt.CopyBytes, 0)}
+}
+
+// keep records content as the copy of memory m, which a read or a write
+// returned, when it is the content m's SHA-256 names (else m's copy is
+// dropped: the copy must be the stored bytes). Other copies are dropped
+// while the copies hold more than the cap.
+func (f *FS) keep(m *trove.Memory, content string) {
+	sum := sha256.Sum256([]byte(content))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropCopyLocked(m.ID)
+	if hex.EncodeToString(sum[:]) != m.SHA256 || int64(len(content)) > f.maxCopy {
+		return
+	}
+	f.copies[m.ID] = fileCopy{sha: m.SHA256, content: content}
+	f.copyBytes += int64(len(content))
+	for id, c := range f.copies {
+		if f.copyBytes <= f.maxCopy {
+			break
+		}
+		if id != m.ID {
+			f.copyBytes -= int64(len(c.content))
+			delete(f.copies, id)
+		}
+	}
+}
+
+// dropCopyLocked forgets the copy of memory id. f.mu held.
+func (f *FS) dropCopyLocked(id string) {
+	if c, ok := f.copies[id]; ok {
+		f.copyBytes -= int64(len(c.content))
+		delete(f.copies, id)
+	}
+}
+
+// Copy returns the FS's copy of the memory at name and its SHA-256 as the
+// Version, when the index holds that memory with that SHA-256
+// (memtool.CopyFS). It does no I/O.
+func (f *FS) Copy(name string) ([]byte, memtool.Version, bool) {
+	if name == "" || f.validName(name) != nil {
+		return nil, "", false
+	}
+	e, ok := f.t.Cached(memPath(name))
+	if !ok {
+		return nil, "", false
+	}
+	f.mu.Lock()
+	c, ok := f.copies[e.ID]
+	f.mu.Unlock()
+	if !ok || c.sha != e.SHA256 {
+		return nil, "", false
+	}
+	return []byte(c.content), memtool.Version(c.sha), true
 }
 
 // with returns ctx with the FS's principal when ctx has none.
@@ -83,7 +170,7 @@ func (f *FS) with(ctx context.Context) context.Context {
 // StoreID returns the store the FS is bound to.
 func (f *FS) StoreID() string { return f.t.StoreID() }
 
-var _ memtool.FS = (*FS)(nil)
+var _ memtool.CopyFS = (*FS)(nil)
 
 // memPath maps an engine name ("a/b.md", "" for the root) to a memory path.
 var memPath = storetree.MemPath
@@ -243,6 +330,7 @@ func (f *FS) ReadFile(ctx context.Context, name string, maxBytes int64) ([]byte,
 		if maxBytes >= 0 && int64(m.SizeBytes) > maxBytes {
 			return nil, "", memtool.ErrTooLarge
 		}
+		f.keep(m, *m.Content)
 		return []byte(*m.Content), memtool.Version(m.SHA256), nil
 	case storetree.KindDir:
 		return nil, "", memtool.ErrIsDir
@@ -293,6 +381,7 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 			return "", f.pathConflict(ctx, "create", name, err)
 		}
 		f.clearAbove(p)
+		f.keep(m, content)
 		return memtool.Version(m.SHA256), nil
 	}
 	if !isSHA256(string(ifMatch)) {
@@ -326,6 +415,7 @@ func (f *FS) WriteFile(ctx context.Context, name string, data []byte, ifMatch me
 	default:
 		return "", f.fail("update", err)
 	}
+	f.keep(u, content)
 	return memtool.Version(u.SHA256), nil
 }
 
@@ -387,6 +477,9 @@ func (f *FS) Remove(ctx context.Context, name string) error {
 	p := memPath(name)
 	switch k {
 	case storetree.KindFile:
+		f.mu.Lock()
+		f.dropCopyLocked(m.ID)
+		f.mu.Unlock()
 		if err := f.t.Delete(ctx, m.ID, ""); err != nil {
 			if trove.ErrorCode(err) == trove.ENOTFOUND {
 				return memtool.ErrNotExist

@@ -32,7 +32,7 @@ func findTroveBin() {
 
 // buildTrove returns the path of the trove command to run as a process
 // (troveBin). These tests (kill -9 soaks, restarts) skip under -short.
-func buildTrove(t *testing.T) string {
+func buildTrove(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs trove as a process")
@@ -46,14 +46,14 @@ func buildTrove(t *testing.T) string {
 // startServeProcess starts `bin serve` on a free loopback port over the SQLite
 // database in data and returns the process and its URL once it listens.
 // The caller kills or stops the process. extra are more serve flags.
-func startServeProcess(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, string) {
+func startServeProcess(t testing.TB, bin, data string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	return startServeProcessAt(t, bin, data, "127.0.0.1:0", extra...)
 }
 
 // startServeProcessAt is startServeProcess listening on addr (a restart
 // on the address a previous process had).
-func startServeProcessAt(t *testing.T, bin, data, addr string, extra ...string) (*exec.Cmd, string) {
+func startServeProcessAt(t testing.TB, bin, data, addr string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", addr}, extra...)...)
 	cmd.Env = append(os.Environ(), "TROVE_DATA=")

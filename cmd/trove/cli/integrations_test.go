@@ -399,55 +399,64 @@ func freeLoopbackAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-var (
-	nodeOnce sync.Once
-	nodeDir  string
-	nodeErr  error
-)
-
 // nodeSDKVersion is the @anthropic-ai/sdk the TypeScript snippet is run
 // with.
 const nodeSDKVersion = "1.15.0"
 
 // nodeModules returns a directory whose node_modules holds the official
-// TypeScript SDK, installed from npm once into the user's cache directory
-// (TROVE_TEST_NODE_DIR overrides it). Without node or npm the test skips,
-// unless TROVE_REQUIRE_NODE is set (.ci/run sets it).
-func nodeModules(t *testing.T) string {
+// TypeScript SDK (see npmPackage).
+func nodeModules(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("TROVE_REQUIRE_NODE") != "" {
-			t.Fatal("node is not installed and TROVE_REQUIRE_NODE is set")
-		}
-		skipnote.Skip(t, "node is not installed (Node.js runs the TypeScript snippet)")
-	}
-	nodeOnce.Do(func() {
-		dir := os.Getenv("TROVE_TEST_NODE_DIR")
-		if dir == "" {
-			cache, err := os.UserCacheDir()
-			if err != nil {
-				nodeErr = err
-				return
+	return npmPackage(t, "@anthropic-ai/sdk", nodeSDKVersion, "node-sdk-"+nodeSDKVersion, "Node.js runs the TypeScript snippet")
+}
+
+var (
+	npmMu   sync.Mutex
+	npmDirs = map[string]string{} // package@version → its directory
+)
+
+// npmPackage returns a directory whose node_modules holds the npm package
+// pkg at version, installed from npm once into the user's cache directory
+// under trove-test/<cacheName> (TROVE_TEST_NODE_DIR overrides the directory
+// of the TypeScript SDK, nodeSDKVersion). Without node or npm the test
+// skips, saying why (forWhat: what node is needed for), unless
+// TROVE_REQUIRE_NODE is set (.ci/run sets it).
+func npmPackage(t testing.TB, pkg, version, cacheName, forWhat string) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("TROVE_REQUIRE_NODE") != "" {
+				t.Fatalf("%s is not installed and TROVE_REQUIRE_NODE is set", tool)
 			}
-			dir = filepath.Join(cache, "trove-test", "node-sdk-"+nodeSDKVersion)
+			skipnote.Skip(t, tool+" is not installed ("+forWhat+"): install Node.js")
 		}
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "sdk", "package.json")); err == nil {
-			nodeDir = dir
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			nodeErr = err
-			return
-		}
-		out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "@anthropic-ai/sdk@"+nodeSDKVersion).CombinedOutput()
-		if err != nil {
-			nodeErr = errorf("npm install @anthropic-ai/sdk@%s: %v\n%s", nodeSDKVersion, err, out)
-			return
-		}
-		nodeDir = dir
-	})
-	if nodeErr != nil {
-		t.Fatal(nodeErr)
 	}
-	return nodeDir
+	npmMu.Lock()
+	defer npmMu.Unlock()
+	key := pkg + "@" + version
+	if dir, ok := npmDirs[key]; ok {
+		return dir
+	}
+	dir := ""
+	if pkg == "@anthropic-ai/sdk" && version == nodeSDKVersion {
+		dir = os.Getenv("TROVE_TEST_NODE_DIR")
+	}
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(cache, "trove-test", cacheName)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", key).CombinedOutput()
+		if err != nil {
+			t.Fatalf("npm install %s: %v\n%s", key, err, out)
+		}
+	}
+	npmDirs[key] = dir
+	return dir
 }

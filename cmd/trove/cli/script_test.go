@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,8 +31,30 @@ import (
 func TestMain(m *testing.M) {
 	racechild.Setenv()
 	testscript.Main(pgtestRun{m}, map[string]func(){
-		"trove": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"trove": func() { os.Exit(profiled(func() int { return Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr) })) },
 	})
+}
+
+// profiled runs main, writing a CPU profile of it to
+// $TROVE_TEST_CPUPROFILE-<pid>.pprof when that variable is set: how a
+// benchmark profiles the trove processes it starts (BenchmarkMCPEdits).
+func profiled(main func() int) int {
+	prefix := os.Getenv("TROVE_TEST_CPUPROFILE")
+	if prefix == "" {
+		return main()
+	}
+	f, err := os.Create(prefix + "-" + strconv.Itoa(os.Getpid()) + ".pprof")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "TROVE_TEST_CPUPROFILE:", err)
+		return 1
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "TROVE_TEST_CPUPROFILE:", err)
+		return 1
+	}
+	defer pprof.StopCPUProfile()
+	return main()
 }
 
 // pgtestRun runs the tests through pgtest.Main for testscript.Main.

@@ -49,7 +49,7 @@ func workspaceCtx() context.Context {
 }
 
 // openData opens the local database in data; the returned function closes it.
-func openData(t *testing.T, data string) (*core.Service, func()) {
+func openData(t testing.TB, data string) (*core.Service, func()) {
 	t.Helper()
 	svc, closeDB, err := openLocal(context.Background(), data, "", true)
 	if err != nil {
