@@ -445,51 +445,45 @@ func (r *Runner) internal(ctx context.Context, what string, err error) *outcome 
 // over MaxInputBytes.
 func (r *Runner) copyStore(ctx context.Context, from, to string) *outcome {
 	var total int64
-	cursor := ""
-	for {
-		pg, err := r.svc.ListMemories(ctx, from, trove.ListMemoriesParams{View: trove.ViewFull, Cursor: cursor, Limit: 20})
+	items := trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return r.svc.ListMemories(ctx, from, trove.ListMemoriesParams{View: trove.ViewFull, Cursor: cursor, Limit: 20})
+	})
+	for it, err := range items {
 		if err != nil {
 			return r.internal(ctx, "reading the input store", err)
 		}
-		for _, it := range pg.Data {
-			if it.Memory == nil {
-				continue
-			}
-			total += int64(it.Memory.SizeBytes)
-			if total > r.cfg.MaxInputBytes {
-				return failed(trove.DreamErrStoreTooLarge, "the input memory store holds more than %d bytes, the dream's limit", r.cfg.MaxInputBytes)
-			}
-			if _, err := r.svc.CreateMemory(ctx, to, trove.CreateMemoryParams{Path: it.Memory.Path, Content: *it.Memory.Content}); err != nil {
-				return r.internal(ctx, "copying "+it.Memory.Path, err)
-			}
+		if it.Memory == nil {
+			continue
 		}
-		if cursor = pg.NextPage; cursor == "" {
-			return nil
+		total += int64(it.Memory.SizeBytes)
+		if total > r.cfg.MaxInputBytes {
+			return failed(trove.DreamErrStoreTooLarge, "the input memory store holds more than %d bytes, the dream's limit", r.cfg.MaxInputBytes)
+		}
+		if _, err := r.svc.CreateMemory(ctx, to, trove.CreateMemoryParams{Path: it.Memory.Path, Content: *it.Memory.Content}); err != nil {
+			return r.internal(ctx, "copying "+it.Memory.Path, err)
 		}
 	}
+	return nil
 }
 
 // checkSize refuses an in-place input over MaxInputBytes.
 func (r *Runner) checkSize(ctx context.Context, storeID string) *outcome {
 	var total int64
-	cursor := ""
-	for {
-		pg, err := r.svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Cursor: cursor, Limit: 100})
+	items := trove.Items(ctx, func(ctx context.Context, cursor string) (*trove.Page[trove.MemoryListItem], error) {
+		return r.svc.ListMemories(ctx, storeID, trove.ListMemoriesParams{Cursor: cursor, Limit: 100})
+	})
+	for it, err := range items {
 		if err != nil {
 			return r.internal(ctx, "reading the input store", err)
 		}
-		for _, it := range pg.Data {
-			if it.Memory != nil {
-				total += int64(it.Memory.SizeBytes)
-			}
+		if it.Memory != nil {
+			total += int64(it.Memory.SizeBytes)
 		}
 		if total > r.cfg.MaxInputBytes {
 			return failed(trove.DreamErrStoreTooLarge, "the input memory store holds more than %d bytes, the dream's limit", r.cfg.MaxInputBytes)
 		}
-		if cursor = pg.NextPage; cursor == "" {
-			return nil
-		}
 	}
+	return nil
 }
 
 // converse runs the Messages loop: the memory tool over the output store
