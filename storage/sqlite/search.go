@@ -56,7 +56,20 @@ func ftsQuery(q trove.SearchQuery) string {
 //
 // Store IDs are passed as one JSON array (json_each), so the statement
 // text, and its cached preparation, does not depend on how many there are.
+//
+// The index may lag the memory rows (searchindex.go): MemorySearch runs in
+// ReadSearch's snapshots, where it does not, and in a Write, where it first
+// applies the queue in the group's transaction; in a plain Read it fails
+// (EINTERNAL).
 func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
+	switch {
+	case t.stores != nil: // a Write
+		if err := t.searchInWrite(ctx); err != nil {
+			return nil, err
+		}
+	case !t.searchFresh:
+		return nil, errSearchNotFresh
+	}
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
 	}
@@ -107,7 +120,8 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 // array; "" for every non-archived store of the workspace) must filter the
 // index's matches by store: whether a store outside them holds a live
 // memory. memory_count is exact (migration 0002's triggers, in the same
-// transaction as memories and memories_search), so when no store outside
+// transaction as memories; memories_search is in step in MemorySearch's
+// snapshots), so when no store outside
 // holds one, every row of the index is a memory of a searched store. The
 // scan of stores stops at the first store outside that holds memories.
 func (t *tx) searchScoped(ctx context.Context, workspaceID, ids string) (bool, error) {

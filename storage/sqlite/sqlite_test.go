@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
@@ -263,7 +264,29 @@ func TestAcknowledgedWritesSurviveKill(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The search index: what the child had not indexed yet was queued in
+	// the same transactions, so every acknowledged memory is found.
 	raw := rawOpen(t, path)
+	var queued int
+	if err := raw.QueryRow(`SELECT count(*) FROM memories_search_queue`).Scan(&queued); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d memories acknowledged, %d search queue entries after kill -9", len(acked), queued)
+	pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: "wrkspc_t", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_t"}})
+	svc := core.New(db, core.Options{})
+	for _, id := range acked {
+		m, err := svc.GetMemory(pctx, storeID, id, trove.ViewFull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := svc.Search(pctx, trove.SearchParams{Query: `"` + *m.Content + `"`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Data) != 1 || page.Data[0].Memory.ID != id {
+			t.Errorf("search %q after kill -9: %d results, want memory %s", *m.Content, len(page.Data), id)
+		}
+	}
 	var check string
 	if err := raw.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check after kill -9: %q, %v", check, err)
@@ -317,6 +340,33 @@ func TestKillChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestSearchReopen: the conformance suite's crash check, with the
+// background catch-up off so that the writes are still queued at close.
+func TestSearchReopen(t *testing.T) {
+	t.Parallel()
+	path := sqlitetest.Path(t)
+	storagetest.RunSearchReopen(t, func(t *testing.T, d storage.Driver) storage.Driver {
+		if d != nil {
+			var queued int
+			if err := rawOpen(t, path).QueryRow(`SELECT count(*) FROM memories_search_queue`).Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			if queued == 0 {
+				t.Fatal("nothing queued before the reopen: the test would not test the catch-up")
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db, err := sqlite.Open(context.Background(), path, sqlite.Options{AutoMigrate: true, SearchIndexLag: -1, SearchIndexIdle: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
 }
 
 func testStore() *trove.Store {

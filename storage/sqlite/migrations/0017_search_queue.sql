@@ -1,0 +1,40 @@
+-- 0017: the search index leaves the write transaction (docs/perf/search.md,
+-- "Search off the write path").
+--
+-- 0007's triggers wrote memories_search (FTS5) inside every write. Now they
+-- only note which memory rows changed, in memories_search_queue, in the
+-- same transaction as the change: one small B-tree insert per write. The
+-- driver applies the queue to memories_search later, in its own write
+-- transactions (searchindex.go): before a search that finds the queue not
+-- empty, and in the background when the queue grows or writes pause. The
+-- queue is durable with the writes it names, so a crash loses no index
+-- entry: the next catch-up applies what was queued.
+--
+-- seq orders the queue (rowid alias, so an insert is an append); mrowid is
+-- the memories rowid (memories_search's rowid), noted again for each change:
+-- the catch-up takes the distinct ones and reads their current rows.
+
+DROP TRIGGER memories_search_insert;
+DROP TRIGGER memories_search_update;
+DROP TRIGGER memories_search_delete;
+
+CREATE TABLE memories_search_queue (
+    seq    INTEGER PRIMARY KEY,
+    mrowid INTEGER NOT NULL
+);
+
+CREATE TRIGGER memories_search_queue_insert AFTER INSERT ON memories
+BEGIN
+    INSERT INTO memories_search_queue (mrowid) VALUES (NEW.rowid);
+END;
+
+CREATE TRIGGER memories_search_queue_delete AFTER DELETE ON memories
+BEGIN
+    INSERT INTO memories_search_queue (mrowid) VALUES (OLD.rowid);
+END;
+
+CREATE TRIGGER memories_search_queue_update AFTER UPDATE OF path, content, store_id, id ON memories
+WHEN OLD.path IS NOT NEW.path OR OLD.content IS NOT NEW.content OR OLD.store_id IS NOT NEW.store_id OR OLD.id IS NOT NEW.id
+BEGIN
+    INSERT INTO memories_search_queue (mrowid) VALUES (NEW.rowid);
+END;
