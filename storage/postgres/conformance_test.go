@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/trovehq/trove/core/coretest"
-	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage"
+	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/storagetest"
 )
 
