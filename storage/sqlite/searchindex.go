@@ -46,7 +46,7 @@ import (
 var _ storage.SearchReader = (*DB)(nil)
 
 // DefaultSearchIndexLag is the default of Options.SearchIndexLag.
-const DefaultSearchIndexLag = 4096
+const DefaultSearchIndexLag = 1024
 
 // DefaultSearchIndexIdle is the default of Options.SearchIndexIdle.
 const DefaultSearchIndexIdle = 200 * time.Millisecond
