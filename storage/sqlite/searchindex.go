@@ -102,8 +102,8 @@ func applySearchQueue(ctx context.Context, q querier, limit int) (int, error) {
 		}
 	}
 	// One statement for all the rows: FTS5 writes them as one segment.
-	if _, err := q.ExecContext(ctx, `INSERT INTO memories_search (rowid, path, content, store_id, memory_id, path_key)
-		SELECT m.rowid, m.path, m.content, m.store_id, m.id, m.path FROM memories m
+	if _, err := q.ExecContext(ctx, `INSERT INTO memories_search (rowid, path, content, store_id, memory_id, path_key, store_key)
+		SELECT m.rowid, m.path, m.content, m.store_id, m.id, m.path, 's' || hex(m.store_id) FROM memories m
 		WHERE m.rowid IN (SELECT mrowid FROM memories_search_queue`+bound+`) ORDER BY m.rowid`, args...); err != nil {
 		return 0, translate(err)
 	}
