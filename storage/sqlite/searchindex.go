@@ -22,11 +22,12 @@ package sqlite
 //     and the search runs only on a snapshot whose queue is empty.
 //   - In a Write: MemorySearch applies the queue first, in the group's
 //     transaction.
-//   - In the background, by the committer: a chunk after a group that leaves
-//     Options.SearchIndexLag or more entries queued (so that a search never
-//     has more than that to catch up with while writes go on), and a chunk
-//     whenever no Write has come for Options.SearchIndexIdle (so that a
-//     quiet database catches up by itself).
+//   - In the background, by the committer: a chunk when the queue holds
+//     Options.SearchIndexLag entries or more (looked at every
+//     searchLagCheck Writes; so a search has about that much at most to
+//     catch up with while writes go on), and a chunk whenever no Write has
+//     come for Options.SearchIndexIdle (so that a quiet database catches up
+//     by itself, after a load or the migration's rebuild too).
 //
 // The queue is durable with the writes it names, so a crash loses no index
 // entry: the next catch-up, after Open, applies what was queued. Writes pay
@@ -161,6 +162,7 @@ func (db *DB) catchUpChunk(limit int) (int, error) {
 // reached the lag (after a group) or the database is idle.
 func (db *DB) backgroundCatchUp() {
 	if db.needMigrate.Load() {
+		db.searchDirty = false
 		return
 	}
 	if _, err := db.catchUpChunk(searchChunk); err != nil {

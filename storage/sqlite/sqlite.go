@@ -574,11 +574,15 @@ func (db *DB) commitLoop() {
 	}
 }
 
-// runRaw runs a job that needs the writer connection to itself.
+// runRaw runs a job that needs the writer connection to itself. A job may
+// queue memories for the search index (a load, a migration that rebuilds
+// it), so the idle catch-up is due after it, unless the job emptied the
+// queue itself (the search catch-ups clear searchDirty).
 func (db *DB) runRaw(req *writeReq) {
 	if err := req.ctx.Err(); err != nil {
 		req.err = ctxError(err)
 	} else {
+		db.searchDirty = true
 		req.err = req.raw(context.WithoutCancel(req.ctx), db.wconn)
 	}
 	close(req.done)

@@ -411,3 +411,51 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 		t.Errorf("the database is not at the path given: %v", err)
 	}
 }
+
+// TestSearchIndexLag: the committer indexes the queue between groups once
+// it holds SearchIndexLag entries (looked at every 32 Writes), so that a
+// search has a bounded catch-up while writes go on. Each Write below is a
+// group of its own (MaxBatch 1), the store's the first; the committer looks
+// after its group of the 32nd Write (31 queued: fewer than 40) and of the
+// 64th (63 queued: all applied). A look runs after its Write returned but
+// before the next group, so what a test can see deterministically is the
+// queue after the Write that follows a look.
+func TestSearchIndexLag(t *testing.T) {
+	t.Parallel()
+	path := sqlitetest.Path(t)
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true, MaxBatch: 1, SearchIndexLag: 40, SearchIndexIdle: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := testStore()
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int {
+		t.Helper()
+		var n int
+		if err := rawOpen(t, path).QueryRow(`SELECT count(*) FROM memories_search_queue`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range 65 {
+		now := time.Now()
+		content := fmt.Sprintf("lag word%d", i)
+		m := &trove.Memory{ID: trove.NewID(trove.PrefixMemory, now), StoreID: s.ID, Path: fmt.Sprintf("/m%d", i),
+			Content: &content, SizeBytes: len(content), SHA256: "-", VersionID: trove.NewID(trove.PrefixVersion, now), CreatedAt: now, UpdatedAt: now}
+		if err := db.Write(ctx, func(tx storage.Tx) error { return tx.MemoryInsert(ctx, m) }); err != nil {
+			t.Fatal(err)
+		}
+		if i == 61 {
+			if n := queued(); n != 62 {
+				t.Fatalf("after 62 inserts: %d queued, want 62 (the look at 32 Writes found fewer than 40)", n)
+			}
+		}
+	}
+	if n := queued(); n != 2 {
+		t.Errorf("after 65 inserts: %d queued, want 2 (the look at 64 Writes applied the 63 before)", n)
+	}
+}
