@@ -52,7 +52,8 @@ type searchIndexer struct {
 	done  chan struct{}
 }
 
-// start runs the indexer until stopSearchIndexer.
+// startSearchIndexer starts the indexer (unless delay < 0); it runs until
+// stopSearchIndexer.
 func (db *DB) startSearchIndexer(delay time.Duration, lag int) {
 	if delay == 0 {
 		delay = DefaultSearchIndexDelay

@@ -27,6 +27,14 @@ CREATE INDEX memories_fts_search ON memories_fts USING gin (search);
 
 ALTER TABLE memories DROP COLUMN search; -- and 0007's GIN index with it
 
+-- The generated column refused content that is not UTF-8 (convert_from
+-- fails), which core never writes but a restore of an old SQLite database
+-- may carry; the indexer would fail on it later, and every search with it.
+-- The same function refuses it at the write now, without the tsvector.
+-- Existing rows passed the column's computation: NOT VALID skips them.
+ALTER TABLE memories ADD CONSTRAINT memories_content_utf8
+    CHECK (trove_search_content(content) IS NOT NULL) NOT VALID;
+
 CREATE TABLE memories_search_queue (
     seq       bigserial PRIMARY KEY,
     memory_id text NOT NULL
