@@ -14,7 +14,7 @@ import (
 
 // Search implements trove.SearchService: it parses the query, resolves the
 // stores the principal may search and runs one storage MemorySearch in a
-// Read, then cuts each hit's snippet and highlights (the same code for
+// storage.ReadSearch, then cuts each hit's snippet and highlights (the same code for
 // every driver).
 //
 // Scope: with StoreIDs, each must be a store of the caller's workspace that
@@ -62,7 +62,9 @@ func (s *Service) Search(ctx context.Context, p trove.SearchParams) (*trove.Page
 		}
 	}
 	var hits []storage.MemorySearchHit
-	err = s.read(ctx, "Search", func(tx storage.Tx) error {
+	// ReadSearch: the index reflects every write acknowledged before this
+	// call (a driver may index outside the write transaction).
+	err = s.mapErr(ctx, "Search", storage.ReadSearch(ctx, s.db, func(tx storage.Tx) error {
 		if named {
 			for _, id := range ids {
 				if _, err := s.readableStore(ctx, tx, pr, id); err != nil {
@@ -75,7 +77,7 @@ func (s *Service) Search(ctx context.Context, p trove.SearchParams) (*trove.Page
 		})
 		hits = h
 		return err
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -253,9 +253,13 @@ type Tx interface {
 	// Score descending then ID ascending, strictly after p.After when set,
 	// at most p.Limit. Only memories of p.WorkspaceID's stores are found:
 	// the stores in p.StoreIDs, or, when it is empty, every non-archived
-	// store of the workspace. The index behind it changes in the same
-	// transaction as the memory rows, so a Read sees both as of one
-	// snapshot; a version's content is never indexed (only live memories').
+	// store of the workspace. A version's content is never indexed (only
+	// live memories'). The index behind it may lag the memory rows in a
+	// driver that implements SearchReader: call it in a ReadSearch (see
+	// the package function ReadSearch) or a Write, where it is in step
+	// with the memory rows of the snapshot; such a driver fails it in a
+	// plain Read. In other drivers the index changes in the same
+	// transaction as the memory rows and any Read will do.
 	MemorySearch(ctx context.Context, p MemorySearchParams) ([]MemorySearchHit, error)
 
 	// ConsoleSessionInsert stores a console (browser) sign-in under the

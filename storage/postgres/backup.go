@@ -33,7 +33,8 @@ func columnName(table, col string) string {
 }
 
 // pgSchema is the database's tables as storage.CheckBackupSchema wants
-// them (generated columns left out, names mapped back through pgColumn),
+// them (generated columns and the search index's tables left out: a load
+// queues its memories for the index; names mapped back through pgColumn),
 // with each column's PostgreSQL type.
 type pgSchema struct {
 	cols  map[string][]string
@@ -47,6 +48,7 @@ func readSchema(ctx context.Context, q interface {
 		FROM information_schema.columns AS c
 		JOIN information_schema.tables AS t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
 		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND c.is_generated = 'NEVER'
+			AND c.table_name NOT IN ('memories_fts', 'memories_search_queue')
 		ORDER BY c.table_name, c.ordinal_position`)
 	if err != nil {
 		return nil, translate(err)
@@ -231,6 +233,14 @@ func dumpTable(ctx context.Context, tx pgx.Tx, s *pgSchema, t *storage.BackupTab
 // (trove.bulk_count, as in MemoryInsertBatch) and the stores' counters are
 // counted once at the end.
 func (db *DB) Load(ctx context.Context, fn func(storage.LoadTx) error) error {
+	err := db.load(ctx, fn)
+	if err == nil {
+		db.noteWrite() // the loaded memories are queued for the search index
+	}
+	return err
+}
+
+func (db *DB) load(ctx context.Context, fn func(storage.LoadTx) error) error {
 	return db.withConn(ctx, func(pc *pgxpool.Conn) (err error) {
 		defer recoverTo(&err)
 		tx, err := pc.Conn().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite})

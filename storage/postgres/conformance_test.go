@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
+	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/storagetest"
 )
 
@@ -31,4 +33,27 @@ func TestAgentsConformance(t *testing.T) {
 	t.Parallel()
 	testURL(t)
 	coretest.RunAgents(t, openConformance)
+}
+
+// TestSearchReopen: the conformance suite's crash check, with the indexer
+// off so that the writes are still queued when the driver closes (searches
+// then compute their vectors from the rows).
+func TestSearchReopen(t *testing.T) {
+	t.Parallel()
+	url, schema := testURL(t), newSchema(t)
+	storagetest.RunSearchReopen(t, func(t *testing.T, d storage.Driver) storage.Driver {
+		if d != nil {
+			var queued int
+			if err := adminConn(t).QueryRow(context.Background(), "SELECT count(*) FROM "+schema+".memories_search_queue").Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			if queued == 0 {
+				t.Fatal("nothing queued before the reopen: the test would not test the catch-up")
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return openDBOn(t, url, schema, postgres.Options{SearchIndexDelay: -1})
+	})
 }

@@ -80,6 +80,14 @@ type Options struct {
 	// Trove's tables live in it. Used to isolate tests and tenants. The
 	// schema is created by Migrate when missing.
 	Schema string
+	// SearchIndexDelay is how long the search indexer lets writes gather
+	// after the first one before it indexes what they queued
+	// (search_index.go); 0 means DefaultSearchIndexDelay, < 0 never (the
+	// queue then waits for CatchUpSearch; searches stay exact).
+	SearchIndexDelay time.Duration
+	// SearchIndexLag is how many Writes make the indexer start before the
+	// delay is over; 0 means DefaultSearchIndexLag.
+	SearchIndexLag int
 }
 
 // Pool defaults, used when neither Options nor the URL sets the value.
@@ -115,6 +123,7 @@ type DB struct {
 	// settleMargin); 0 when IdleInTxTimeout is off.
 	settle time.Duration
 	listen listener // NotifyVersions' connection (listen.go)
+	search searchIndexer
 }
 
 var (
@@ -239,6 +248,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, &trove.Error{Code: trove.EINVALID, Message: fmt.Sprintf("database schema version %d is older than this trove needs (%d): run trove migrate", have, known)}
 	}
+	db.startSearchIndexer(opts.SearchIndexDelay, opts.SearchIndexLag)
 	return db, nil
 }
 
@@ -287,6 +297,7 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // Close closes every pooled connection. Calls in flight finish first.
 func (db *DB) Close() error {
+	db.stopSearchIndexer()
 	db.stopListening()
 	db.pool.Close()
 	return nil
@@ -356,6 +367,16 @@ func (db *DB) MemoryGet(ctx context.Context, storeID, id string, withContent boo
 func (db *DB) Write(ctx context.Context, fn func(storage.Tx) error) error {
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
+	err := db.write(ctx, fn)
+	if err == nil {
+		db.noteWrite()
+	}
+	return err
+}
+
+// write is Write without telling the search indexer (which writes through
+// it itself).
+func (db *DB) write(ctx context.Context, fn func(storage.Tx) error) error {
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		err = db.withConn(ctx, func(c *pgxpool.Conn) error {

@@ -9,9 +9,29 @@ import (
 )
 
 // searchScore is the relevance of a memory for the tsquery q: ts_rank over
-// memories.search (path words weigh A, content words D), as float8 so that
-// the value a cursor carries compares exactly with the one recomputed.
-const searchScore = `ts_rank(search, q)::float8`
+// its search vector cvec (path words weigh A, content words D), as float8
+// so that the value a cursor carries compares exactly with the one
+// recomputed.
+const searchScore = `ts_rank(cvec, q)::float8`
+
+// searchCandidates is a FROM item of every memory's ID (cid) and search
+// vector (cvec) that may match the tsquery $1: from memories_fts (GIN) for
+// the memories not in memories_search_queue, whose stored vectors are
+// current, and computed from the row for the queued ones, whose stored
+// vectors are stale or missing (migration 0018; search_index.go). So the
+// vectors are those of the snapshot's memory rows, whatever the indexer
+// has done: every write the snapshot holds is found, no deleted or
+// replaced text is. OFFSET 0 keeps each vector computed once.
+const searchCandidates = `(
+	SELECT f.memory_id AS cid, f.search AS cvec FROM memories_fts f
+	WHERE f.search @@ to_tsquery('simple', $1)
+		AND NOT EXISTS (SELECT 1 FROM memories_search_queue u WHERE u.memory_id = f.memory_id)
+	UNION ALL
+	SELECT cid, cvec FROM (
+		SELECT m.id AS cid, trove_search_vector(m.path, m.content) AS cvec FROM memories m
+		WHERE m.id IN (SELECT memory_id FROM memories_search_queue) OFFSET 0
+	) queued WHERE cvec @@ to_tsquery('simple', $1)
+) c`
 
 // tsQuery returns the to_tsquery text of q: every word a quoted lexeme
 // (' and \ escaped, though words hold only letters, digits and marks, see
@@ -41,15 +61,17 @@ func tsQuery(q trove.SearchQuery) string {
 	return b.String()
 }
 
-// MemorySearch matches memories.search against the tsquery of p.Query
-// through its GIN index, filtered by store and prefix, ordered by rank.
+// MemorySearch matches the memories' search vectors (searchCandidates:
+// memories_fts through its GIN index, and the queued memories' computed)
+// against the tsquery of p.Query, filtered by store and prefix, ordered by
+// rank. Any snapshot will do: it needs no ReadSearch.
 func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
 	}
 	var w where
 	w.args = append(w.args, tsQuery(p.Query)) // $1, the FROM item q below
-	w.add("search @@ q")
+	w.add("cid = id")
 	if len(p.StoreIDs) > 0 {
 		w.add("store_id IN (SELECT id FROM stores WHERE workspace_id = ? AND id = ANY(?))", p.WorkspaceID, p.StoreIDs)
 	} else {
@@ -65,7 +87,7 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if p.After != nil {
 		w.add("("+searchScore+" < ? OR ("+searchScore+" = ? AND id > ?))", p.After.Score, p.After.Score, p.After.ID)
 	}
-	sql := "SELECT " + memColsFull + ", " + searchScore + " FROM memories, to_tsquery('simple', $1) q WHERE " +
+	sql := "SELECT " + memColsFull + ", " + searchScore + " FROM " + searchCandidates + ", memories, to_tsquery('simple', $1) q WHERE " +
 		w.sql() + " ORDER BY 10 DESC, id" + w.limit(p.Limit)
 	rows, err := t.query(ctx, sql, w.args...)
 	if err != nil {

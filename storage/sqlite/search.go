@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,15 +16,29 @@ import (
 // searchScore is the relevance of a memories_search row: BM25 with a match
 // in the path weighing four times one in the content, negated so that
 // higher is better (SQLite's bm25 is lower for a better match).
-const searchScore = `-bm25(memories_search, 4.0, 1.0)`
+// store_key (migration 0017) weighs 0: it only selects stores.
+const searchScore = `-bm25(memories_search, 4.0, 1.0, 0.0, 0.0, 0.0, 0.0)`
 
 // ftsQuery returns the FTS5 query of q: every term a double-quoted string
 // (a phrase when it has several words), "*" after it for a prefix term,
-// all AND-ed. Words hold only letters, digits and marks
-// (trove.SearchWords), so no byte of user input reaches FTS5 syntax; a '"'
-// is doubled anyway, as FTS5 quoting asks, should that rule ever change.
-func ftsQuery(q trove.SearchQuery) string {
+// all AND-ed, in the path and content columns only (not store_key). Words
+// hold only letters, digits and marks (trove.SearchWords), so no byte of
+// user input reaches FTS5 syntax; a '"' is doubled anyway, as FTS5 quoting
+// asks, should that rule ever change. With stores, only their memories
+// match: their store_key tokens (storeKey) AND-ed first.
+func ftsQuery(q trove.SearchQuery, stores []string) string {
 	var b strings.Builder
+	if len(stores) > 0 {
+		b.WriteString("store_key : (")
+		for i, id := range stores {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString(storeKey(id))
+		}
+		b.WriteString(") AND ")
+	}
+	b.WriteString("{path content} : (")
 	for i, t := range q.Terms {
 		if i > 0 {
 			b.WriteString(" AND ")
@@ -35,7 +50,16 @@ func ftsQuery(q trove.SearchQuery) string {
 			b.WriteByte('*')
 		}
 	}
+	b.WriteByte(')')
 	return b.String()
+}
+
+// storeKey is a store's token in memories_search.store_key: what the
+// catch-up writes, 's' || hex(store_id) (folded to lower case by the
+// tokenizer, as the query's token is). Hex digits and a letter: one
+// token, nothing FTS5 reads as syntax.
+func storeKey(id string) string {
+	return "s" + strings.ToUpper(hex.EncodeToString([]byte(id)))
 }
 
 // MemorySearch ranks the matches in memories_search alone, then reads only
@@ -49,19 +73,34 @@ func ftsQuery(q trove.SearchQuery) string {
 //   - store_id only when some memory of the database lies outside the
 //     searched stores (searchScoped: one look at the stores' exact
 //     memory_count); a credential that sees the only store, or every store
-//     of the only workspace, filters nothing.
+//     of the only workspace, filters nothing. Named stores are not
+//     filtered by store_id but by their store_key tokens in the FTS5 query
+//     (ftsQuery): FTS5 then reads only their memories' entries, so a
+//     search of one store costs the same however many other stores the
+//     database holds.
 //   - path_key only for a path prefix.
 //   - memory_id, the tie-break of equal scores, only for the top rows:
 //     see rankSearch.
 //
 // Store IDs are passed as one JSON array (json_each), so the statement
 // text, and its cached preparation, does not depend on how many there are.
+//
+// The index may lag the memory rows (searchindex.go): MemorySearch runs in
+// ReadSearch's snapshots, where it does not, and in a Write, where it first
+// applies the queue in the group's transaction; in a plain Read it fails
+// (EINTERNAL).
 func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
+	switch {
+	case t.stores != nil: // a Write
+		if err := t.searchInWrite(ctx); err != nil {
+			return nil, err
+		}
+	case !t.searchFresh:
+		return nil, errSearchNotFresh
+	}
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
 	}
-	var w whereBuilder
-	w.add("memories_search MATCH ?", ftsQuery(p.Query))
 	var ids string
 	if len(p.StoreIDs) > 0 {
 		b, err := json.Marshal(p.StoreIDs)
@@ -74,12 +113,16 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	if scoped {
-		if ids != "" {
-			w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, ids)
-		} else {
-			w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
+	var stores []string // the named stores of the workspace, when they must be filtered
+	if scoped && ids != "" {
+		if stores, err = t.workspaceStores(ctx, p.WorkspaceID, ids); err != nil || len(stores) == 0 {
+			return []storage.MemorySearchHit{}, err
 		}
+	}
+	var w whereBuilder
+	w.add("memories_search MATCH ?", ftsQuery(p.Query, stores))
+	if scoped && ids == "" {
+		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
 	}
 	if p.Prefix != "" {
 		w.add("path_key >= ?", p.Prefix)
@@ -103,11 +146,31 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	return t.searchPage(ctx, top)
 }
 
+// workspaceStores returns the stores of ids (a JSON array) that belong to
+// workspaceID.
+func (t *tx) workspaceStores(ctx context.Context, workspaceID, ids string) ([]string, error) {
+	rows, err := t.query(ctx, `SELECT id FROM stores WHERE workspace_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id`, workspaceID, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, id)
+	}
+	return out, translate(rows.Err())
+}
+
 // searchScoped reports whether the search of the given stores (ids, a JSON
 // array; "" for every non-archived store of the workspace) must filter the
 // index's matches by store: whether a store outside them holds a live
 // memory. memory_count is exact (migration 0002's triggers, in the same
-// transaction as memories and memories_search), so when no store outside
+// transaction as memories; memories_search is in step in MemorySearch's
+// snapshots), so when no store outside
 // holds one, every row of the index is a memory of a searched store. The
 // scan of stores stops at the first store outside that holds memories.
 func (t *tx) searchScoped(ctx context.Context, workspaceID, ids string) (bool, error) {

@@ -26,7 +26,7 @@ func searchPaths(t *testing.T, db *DB, q string) []string {
 		t.Fatal(err)
 	}
 	out := []string{}
-	err = db.Read(context.Background(), func(tx storage.Tx) error {
+	err = db.ReadSearch(context.Background(), func(tx storage.Tx) error {
 		hits, err := tx.MemorySearch(context.Background(), storage.MemorySearchParams{WorkspaceID: "w", Query: sq})
 		for _, h := range hits {
 			out = append(out, h.Memory.StoreID+":"+h.Memory.Path)
@@ -210,7 +210,7 @@ func TestSearchPagingThroughTies(t *testing.T) {
 	search := func(p storage.MemorySearchParams) []storage.MemorySearchHit {
 		t.Helper()
 		var hits []storage.MemorySearchHit
-		if err := db.Read(ctx, func(tx storage.Tx) error {
+		if err := db.ReadSearch(ctx, func(tx storage.Tx) error {
 			var err error
 			hits, err = tx.MemorySearch(ctx, p)
 			return err

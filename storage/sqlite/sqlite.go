@@ -67,6 +67,15 @@ type Options struct {
 	// commits made by other connections to the file; 0 means
 	// DefaultNotifyPoll.
 	NotifyPoll time.Duration
+	// SearchIndexLag is how many changed memories may wait in the search
+	// queue while writes go on before the committer indexes some of them
+	// between two groups (searchindex.go); 0 means DefaultSearchIndexLag,
+	// < 0 never (searches and idle moments still catch up).
+	SearchIndexLag int
+	// SearchIndexIdle is how long the committer waits without a Write
+	// before it indexes queued memories; 0 means DefaultSearchIndexIdle,
+	// < 0 never.
+	SearchIndexIdle time.Duration
 }
 
 // DB is an open SQLite database. It implements storage.Driver and
@@ -101,6 +110,14 @@ type DB struct {
 	// notify delivers NotifyEvents' callbacks (notify.go).
 	notify     notifier
 	notifyPoll time.Duration
+
+	// The search queue (searchindex.go), committer only: searchDirty is
+	// set when entries may be queued, searchChecked is db.writes when the
+	// queue's length was last read; searchLag and searchIdle the options.
+	searchDirty   bool
+	searchChecked int64
+	searchLag     int
+	searchIdle    time.Duration
 
 	// Counters for tests and metrics.
 	batches atomic.Int64
@@ -149,6 +166,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		notify: notifier{quit: make(chan struct{}), done: make(chan struct{}), touched: map[string]struct{}{}},
 
 		notifyPoll: opts.NotifyPoll,
+		searchLag:  opts.SearchIndexLag,
+		searchIdle: opts.SearchIndexIdle,
+	}
+	if db.searchLag == 0 {
+		db.searchLag = DefaultSearchIndexLag
+	}
+	if db.searchIdle == 0 {
+		db.searchIdle = DefaultSearchIndexIdle
 	}
 	if db.notifyPoll <= 0 {
 		db.notifyPoll = DefaultNotifyPoll
@@ -483,12 +508,32 @@ func (db *DB) Close() error {
 func (db *DB) commitLoop() {
 	defer close(db.done)
 	batch := make([]*writeReq, 0, db.max)
+	if !db.needMigrate.Load() { // entries a crash left queued
+		if n, err := searchQueued(context.Background(), db.wconn); err == nil {
+			db.searchDirty = n > 0
+		}
+	}
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
 	for {
 		// No runtime.Gosched here to let released writers queue up first:
 		// it puts the committer at the back of the global run queue, and
 		// with the cores busy serving HTTP that wait cost more throughput
 		// than the larger groups gained.
-		req, ok := <-db.reqs
+		var req *writeReq
+		var ok bool
+		if db.searchDirty && db.searchIdle > 0 {
+			idle.Reset(db.searchIdle)
+			select {
+			case req, ok = <-db.reqs:
+				idle.Stop()
+			case <-idle.C:
+				db.backgroundCatchUp()
+				continue
+			}
+		} else {
+			req, ok = <-db.reqs
+		}
 		if !ok {
 			return
 		}
@@ -518,6 +563,7 @@ func (db *DB) commitLoop() {
 		}
 		db.runBatch(batch)
 		db.deliverTouched()
+		db.noteSearchQueue()
 		clear(batch)
 		if raw != nil {
 			db.runRaw(raw)
@@ -528,11 +574,15 @@ func (db *DB) commitLoop() {
 	}
 }
 
-// runRaw runs a job that needs the writer connection to itself.
+// runRaw runs a job that needs the writer connection to itself. A job may
+// queue memories for the search index (a load, a migration that rebuilds
+// it), so the idle catch-up is due after it, unless the job emptied the
+// queue itself (the search catch-ups clear searchDirty).
 func (db *DB) runRaw(req *writeReq) {
 	if err := req.ctx.Err(); err != nil {
 		req.err = ctxError(err)
 	} else {
+		db.searchDirty = true
 		req.err = req.raw(context.WithoutCancel(req.ctx), db.wconn)
 	}
 	close(req.done)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/core/coretest"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/sqlite"
@@ -263,7 +264,29 @@ func TestAcknowledgedWritesSurviveKill(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The search index: what the child had not indexed yet was queued in
+	// the same transactions, so every acknowledged memory is found.
 	raw := rawOpen(t, path)
+	var queued int
+	if err := raw.QueryRow(`SELECT count(*) FROM memories_search_queue`).Scan(&queued); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d memories acknowledged, %d search queue entries after kill -9", len(acked), queued)
+	pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: "wrkspc_t", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_t"}})
+	svc := core.New(db, core.Options{})
+	for _, id := range acked {
+		m, err := svc.GetMemory(pctx, storeID, id, trove.ViewFull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := svc.Search(pctx, trove.SearchParams{Query: `"` + *m.Content + `"`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Data) != 1 || page.Data[0].Memory.ID != id {
+			t.Errorf("search %q after kill -9: %d results, want memory %s", *m.Content, len(page.Data), id)
+		}
+	}
 	var check string
 	if err := raw.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check after kill -9: %q, %v", check, err)
@@ -319,6 +342,33 @@ func TestKillChild(t *testing.T) {
 	wg.Wait()
 }
 
+// TestSearchReopen: the conformance suite's crash check, with the
+// background catch-up off so that the writes are still queued at close.
+func TestSearchReopen(t *testing.T) {
+	t.Parallel()
+	path := sqlitetest.Path(t)
+	storagetest.RunSearchReopen(t, func(t *testing.T, d storage.Driver) storage.Driver {
+		if d != nil {
+			var queued int
+			if err := rawOpen(t, path).QueryRow(`SELECT count(*) FROM memories_search_queue`).Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			if queued == 0 {
+				t.Fatal("nothing queued before the reopen: the test would not test the catch-up")
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db, err := sqlite.Open(context.Background(), path, sqlite.Options{AutoMigrate: true, SearchIndexLag: -1, SearchIndexIdle: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
 func testStore() *trove.Store {
 	now := time.Now()
 	return &trove.Store{ID: trove.NewID(trove.PrefixStore, now), WorkspaceID: "wrkspc_t", Name: "t", CreatedAt: now, UpdatedAt: now}
@@ -359,5 +409,53 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("the database is not at the path given: %v", err)
+	}
+}
+
+// TestSearchIndexLag: the committer indexes the queue between groups once
+// it holds SearchIndexLag entries (looked at every 32 Writes), so that a
+// search has a bounded catch-up while writes go on. Each Write below is a
+// group of its own (MaxBatch 1), the store's the first; the committer looks
+// after its group of the 32nd Write (31 queued: fewer than 40) and of the
+// 64th (63 queued: all applied). A look runs after its Write returned but
+// before the next group, so what a test can see deterministically is the
+// queue after the Write that follows a look.
+func TestSearchIndexLag(t *testing.T) {
+	t.Parallel()
+	path := sqlitetest.Path(t)
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true, MaxBatch: 1, SearchIndexLag: 40, SearchIndexIdle: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := testStore()
+	if err := db.Write(ctx, func(tx storage.Tx) error { return tx.StoreInsert(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int {
+		t.Helper()
+		var n int
+		if err := rawOpen(t, path).QueryRow(`SELECT count(*) FROM memories_search_queue`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range 65 {
+		now := time.Now()
+		content := fmt.Sprintf("lag word%d", i)
+		m := &trove.Memory{ID: trove.NewID(trove.PrefixMemory, now), StoreID: s.ID, Path: fmt.Sprintf("/m%d", i),
+			Content: &content, SizeBytes: len(content), SHA256: "-", VersionID: trove.NewID(trove.PrefixVersion, now), CreatedAt: now, UpdatedAt: now}
+		if err := db.Write(ctx, func(tx storage.Tx) error { return tx.MemoryInsert(ctx, m) }); err != nil {
+			t.Fatal(err)
+		}
+		if i == 61 {
+			if n := queued(); n != 62 {
+				t.Fatalf("after 62 inserts: %d queued, want 62 (the look at 32 Writes found fewer than 40)", n)
+			}
+		}
+	}
+	if n := queued(); n != 2 {
+		t.Errorf("after 65 inserts: %d queued, want 2 (the look at 64 Writes applied the 63 before)", n)
 	}
 }

@@ -34,6 +34,9 @@ type tx struct {
 	// touched, set in Writes only, collects the sessions the current
 	// group changed, for NotifyEvents (notify.go); nil in Reads.
 	touched map[string]struct{}
+	// searchFresh is set in ReadSearch's transactions, whose snapshot has
+	// the search index in step with the memory rows (searchindex.go).
+	searchFresh bool
 }
 
 var _ storage.Tx = (*tx)(nil)

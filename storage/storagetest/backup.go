@@ -398,7 +398,8 @@ func FillDeployment(t *testing.T, d storage.Driver) []*trove.Store {
 func observe(t *testing.T, d storage.Driver, stores []*trove.Store) map[string]any {
 	t.Helper()
 	out := map[string]any{}
-	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+	ctx := context.Background()
+	err := storage.ReadSearch(ctx, d, func(tx storage.Tx) error {
 		for _, s := range stores {
 			st, err := tx.StoreStats(ctx, s.ID)
 			if err != nil {
@@ -436,6 +437,9 @@ func observe(t *testing.T, d storage.Driver, stores []*trove.Store) map[string]a
 		out["session"] = *se
 		return nil
 	})
+	if err != nil {
+		t.Fatalf("ReadSearch: %v", err)
+	}
 	return out
 }
 

@@ -24,16 +24,25 @@ func mustQuery(t *testing.T, q string) trove.SearchQuery {
 	return sq
 }
 
-// search runs MemorySearch in a Read and returns its hits.
+// search runs MemorySearch in a storage.ReadSearch and returns its hits.
 func search(t *testing.T, d storage.Driver, p storage.MemorySearchParams) []storage.MemorySearchHit {
 	t.Helper()
+	hits, err := trySearch(context.Background(), d, p)
+	if err != nil {
+		t.Fatalf("search: %v", err)
+	}
+	return hits
+}
+
+// trySearch runs MemorySearch in a storage.ReadSearch.
+func trySearch(ctx context.Context, d storage.Driver, p storage.MemorySearchParams) ([]storage.MemorySearchHit, error) {
 	var hits []storage.MemorySearchHit
-	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+	err := storage.ReadSearch(ctx, d, func(tx storage.Tx) error {
 		var err error
 		hits, err = tx.MemorySearch(ctx, p)
 		return err
 	})
-	return hits
+	return hits, err
 }
 
 func hitPaths(hits []storage.MemorySearchHit) []string {
@@ -296,7 +305,7 @@ func testMemorySearchInStep(t *testing.T, d storage.Driver) {
 	done := make(chan []string)
 	go func() {
 		var got []string
-		_ = d.Read(ctx, func(tx storage.Tx) error {
+		_ = storage.ReadSearch(ctx, d, func(tx storage.Tx) error {
 			// The first statement fixes the snapshot.
 			if _, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "wrkspc_a", Query: mustQuery(t, "charlie"), Limit: 10}); err != nil {
 				close(started)
@@ -380,12 +389,7 @@ func FuzzMemorySearch(f *testing.F, d storage.Driver) {
 		if err != nil {
 			return
 		}
-		var hits []storage.MemorySearchHit
-		err = d.Read(ctx, func(tx storage.Tx) error {
-			var err error
-			hits, err = tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: st.WorkspaceID, Query: q, Limit: 10})
-			return err
-		})
+		hits, err := trySearch(ctx, d, storage.MemorySearchParams{WorkspaceID: st.WorkspaceID, Query: q, Limit: 10})
 		if err != nil {
 			t.Fatalf("MemorySearch(%q → %+v): %v", in, q, err)
 		}

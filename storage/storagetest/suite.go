@@ -72,6 +72,8 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"MemorySearchRanking", testMemorySearchRanking},
 		{"MemorySearchScope", testMemorySearchScope},
 		{"MemorySearchInStep", testMemorySearchInStep},
+		{"MemorySearchReadYourWrites", testMemorySearchReadYourWrites},
+		{"MemorySearchInWrite", testMemorySearchInWrite},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
