@@ -16,5 +16,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asTroveEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeTroveBinary()
+	os.Exit(code)
 }
