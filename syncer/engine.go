@@ -185,6 +185,7 @@ type Engine struct {
 	pre    map[string]*trove.Memory // contents prefetched for downloads
 	dirs   map[string]bool          // directories known to exist this round
 	droots map[string]*os.Root      // handles on directories written this round (dirRoot)
+	dfiles map[string]*os.File      // the same directories open as files (dirFile)
 	wrote  bool                     // local files written since the last flush
 	dirty  bool
 }

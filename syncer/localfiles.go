@@ -72,6 +72,7 @@ func (e *Engine) dirRoot(d string) (*os.Root, error) {
 func (e *Engine) dropDirRoot(d string) {
 	e.amu.Lock()
 	defer e.amu.Unlock()
+	e.closeDirFileLocked(d)
 	if r := e.droots[d]; r != nil {
 		r.Close()
 		delete(e.droots, d)
@@ -82,6 +83,7 @@ func (e *Engine) dropDirRoot(d string) {
 func (e *Engine) closeDirRoots() {
 	e.amu.Lock()
 	defer e.amu.Unlock()
+	e.closeDirFilesLocked()
 	for _, r := range e.droots {
 		r.Close()
 	}
@@ -90,7 +92,10 @@ func (e *Engine) closeDirRoots() {
 
 // writeLocal atomically replaces the file at p with b, provided the file
 // still holds expectSHA ("" : provided it is still absent). It returns the
-// new file's stat key, or errRace when the local file changed.
+// new file's stat key, or errRace when the local file changed. A new file
+// (expectSHA "") is written unnamed and linked into place where the system
+// can (createNew); otherwise, and for a replacement, through a temp file
+// and a rename.
 func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, error) {
 	r := rel(p)
 	dir := path.Dir(r)
@@ -107,6 +112,16 @@ func (e *Engine) writeLocal(p string, b []byte, expectSHA string) (StatKey, erro
 		return StatKey{}, err
 	}
 	name := path.Base(r)
+	if expectSHA == "" {
+		if key, ok, err := e.createNew(dir, name, b); ok {
+			if err == nil {
+				e.amu.Lock()
+				e.wrote = true
+				e.amu.Unlock()
+			}
+			return key, err
+		}
+	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := tempPrefix + hex.EncodeToString(rnd[:]) + tempSuffix

@@ -18,5 +18,7 @@ func TestMain(m *testing.M) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	racechild.Setenv()
-	os.Exit(m.Run())
+	code := m.Run()
+	removeTroveBinary()
+	os.Exit(code)
 }

@@ -36,7 +36,7 @@ type sdkBench struct {
 	troveSeq, sdkSeq int // directories made so far
 }
 
-func newSDKBench(b *testing.B, n int) *sdkBench {
+func newSDKBench(b testing.TB, n int) *sdkBench {
 	e := newEnv(b)
 	_, key, err := e.svc.CreateKey(e.ctx, "wrkspc_test", "bench")
 	if err != nil {
