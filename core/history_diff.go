@@ -186,14 +186,18 @@ func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []tro
 // diffKey `after` (as diffVersions), read without either whole state: the
 // two as-of states are read from `after` onward in their (path, memory ID)
 // order (asOfStream) and merged. Each memory is met in the stream of the
-// side that gives its diffKey (To unless it is absent or redacted there),
-// at its diffKey, so the merge yields diffKey order and every memory once.
-// A memory met at the same position in both streams is compared as it
-// stands (unchanged when it is the same version, as most are); one met in
-// a single stream needs a point read of the other side (VersionAsOf of one
-// memory), and is skipped when that side gives its key. The cost of a page
-// is then its memories plus the unchanged ones it steps over, and whole
-// pages of the diff cost about one pass over the two states.
+// side that gives its diffKey (To, unless it is absent there or redacted
+// there with a path at From), at its diffKey, so the merge yields diffKey
+// order and every memory once, moved ones included. A memory met at the
+// same position in both streams is compared as it stands (unchanged when
+// it is the same version, as most are); one met in a single stream needs
+// a point read of the other side (VersionAsOf of one memory), and is
+// skipped when that side gives its key. A page then costs its memories,
+// the unchanged ones it steps over, and one VersionAsOf call per side per
+// chunk, whose own cost is the driver's (for SQLite and PostgreSQL it
+// grows with the versions after a recent moment, or the history before an
+// old one; nothing for moment 0, little for now): see
+// docs/perf/timemachine.md.
 func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toSeq int64, after string, limit int) (_ []trove.MemoryDiff, more bool, _ error) {
 	var start *storage.AsOfPosition
 	if after != "" {
