@@ -33,8 +33,7 @@ const kindDiff = "d"
 // for the page's memories. Between moments close in the history the
 // metadata read is that of the memories the versions between them touched
 // (diffSides); otherwise each page reads the two as-of states from its
-// cursor onward (diffKeyset), so a whole diff costs about one pass over
-// them, not one per page. ENOTFOUND and EINVALID as in ListMemoriesAsOf;
+// cursor onward (diffKeyset), not both whole on every page. ENOTFOUND and EINVALID as in ListMemoriesAsOf;
 // EINVALID for a bad limit or cursor.
 func (s *Service) DiffStorePage(ctx context.Context, storeID string, p trove.DiffParams) (*trove.StoreDiff, error) {
 	pr, err := principal(ctx)
