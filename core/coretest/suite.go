@@ -91,6 +91,7 @@ var tests = []struct {
 	{"Audit", testAudit},
 	{"RollbackPoisonedSession", testRollbackPoisonedSession},
 	{"RollbackPaging", testRollbackPaging},
+	{"DiffPagingFar", testDiffPagingFar},
 	// Concurrency (concurrency.go)
 	{"ConcurrentOverlap", testConcurrentOverlap},
 	{"ConcurrentLimit", testConcurrentLimit},
