@@ -28,7 +28,7 @@ const diffFarApart = 2100
 // at several limits and both ways, concatenate to exactly the diff that
 // refStoreDiff computes from the two whole states.
 func testDiffPagingFar(t *testing.T, open Opener) {
-	for seed := range uint64(2) {
+	for seed := range uint64(1) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, open, trove.Limits{})
@@ -138,19 +138,22 @@ func checkDiffPagingFar(t *testing.T, e *env, rng *rand.Rand) {
 	}
 	now := head()
 	before := t0.Add(-time.Hour)
-	// Limits 5 and the default everywhere; 1 too where a side is empty (a
-	// driver's as-of read of an old moment costs a pass over the history
-	// before it, so a page of one over these 2,000 versions is slow).
+	// One limit per pair of moments, small ones (5, 7: many pages, page
+	// ends across moves) and the default. A driver's as-of read of a
+	// mid-history moment costs a pass over the history around it, so each
+	// page here costs about a pass over these 2,000 versions: under -race
+	// on SQLite, the pair To → From at limit 7 took 123 s and From → To
+	// 25 s, so only the forward pair is paged finely; the backward
+	// direction is To → before the first write.
 	for _, m := range []struct {
 		name     string
 		from, to trove.Moment
 		limits   []int
 	}{
-		{"from-to", trove.Moment{Seq: from}, trove.Moment{Seq: to}, []int{5, 0}},
-		{"to-from", trove.Moment{Seq: to}, trove.Moment{Seq: from}, []int{5, 0}},
-		{"empty-to", trove.Moment{Time: &before}, trove.Moment{Seq: to}, []int{1, 5, 0}},
-		{"to-empty", trove.Moment{Seq: to}, trove.Moment{Time: &before}, []int{1, 5, 0}},
-		{"from-now", trove.Moment{Seq: from}, trove.Moment{Seq: now}, []int{5, 0}},
+		{"from-to", trove.Moment{Seq: from}, trove.Moment{Seq: to}, []int{7}},
+		{"empty-to", trove.Moment{Time: &before}, trove.Moment{Seq: to}, []int{0}},
+		{"to-empty", trove.Moment{Seq: to}, trove.Moment{Time: &before}, []int{5}},
+		{"from-now", trove.Moment{Seq: from}, trove.Moment{Seq: now}, []int{0}},
 	} {
 		want := refStoreDiff(t, e, s.ID, m.from, m.to)
 		for _, limit := range m.limits {
