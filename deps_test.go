@@ -46,6 +46,7 @@ var forbidden = map[string][]string{
 	"internal/scale":       {"/httpapi", "/storage/sqlite", "/storage/postgres", "/console", "/cmd"}, // its tests open the drivers
 	"internal/pgtest":      {"!/internal/skipnote", "/..."},
 	"internal/skipnote":    {"/..."},
+	"internal/racechild":   {"/..."},
 	"dreamdiff/...":        {"/..."}, // the root only: TestLinks
 	"dreamrun/...":         {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd"},
 	"internal/claudetest":  {"/..."},
@@ -57,7 +58,7 @@ var forbidden = map[string][]string{
 
 // testKits are conformance suites and test helpers that only tests may
 // import: no non-test file outside the kit itself imports them.
-var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest", "/internal/skipnote", "/storage/sqlite/sqlitetest", "/internal/scale"}
+var testKits = []string{"/core/coretest", "/storage/storagetest", "/internal/pgtest", "/internal/claudetest", "/internal/skipnote", "/internal/racechild", "/storage/sqlite/sqlitetest", "/internal/scale"}
 
 // testKitImport returns the kit that a non-test file in dir must not import
 // as rel (a module path relative to the module root), or "". A kit may use
