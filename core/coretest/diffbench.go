@@ -1,13 +1,11 @@
 package coretest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/trovehq/trove"
-	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/storage"
 )
 
@@ -30,18 +28,8 @@ import (
 // diff/pass, the ratio to quote: about 1 when a whole diff costs one pass
 // over the two states, about pages when each page reads them whole.
 func BenchDiffPaging(b *testing.B, open func(testing.TB) storage.Driver, n, maxPages int) {
-	ctx := context.Background()
 	d := open(b)
-	svc := core.New(d, core.Options{})
-	_, secret, err := svc.CreateKey(ctx, wsA, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := svc.Authenticate(ctx, secret)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx = trove.WithPrincipal(ctx, p)
+	svc, ctx, p := benchService(b, d)
 	st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: "diff"})
 	if err != nil {
 		b.Fatal(err)

@@ -28,18 +28,8 @@ const (
 // after the forks checks that each fork holds every memory and that a
 // write to the source after the fork leaves the fork as it was.
 func BenchFork(b *testing.B, open func(testing.TB) storage.Driver) {
-	ctx := context.Background()
 	d := open(b)
-	svc := core.New(d, core.Options{})
-	_, secret, err := svc.CreateKey(ctx, wsA, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := svc.Authenticate(ctx, secret)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx = trove.WithPrincipal(ctx, p)
+	svc, ctx, p := benchService(b, d)
 	src, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: "source"})
 	if err != nil {
 		b.Fatal(err)
@@ -115,4 +105,21 @@ func BenchFork(b *testing.B, open func(testing.TB) storage.Driver) {
 			b.Fatalf("fork %s lists %d memories, want %d", r.Store.ID, n, ForkScale)
 		}
 	}
+}
+
+// benchService returns a core over d and a context signed in, as p, with a
+// new key of workspace wsA, for the benchmarks' own setup.
+func benchService(b *testing.B, d storage.Driver) (*core.Service, context.Context, *trove.Principal) {
+	b.Helper()
+	ctx := context.Background()
+	svc := core.New(d, core.Options{})
+	_, secret, err := svc.CreateKey(ctx, wsA, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := svc.Authenticate(ctx, secret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return svc, trove.WithPrincipal(ctx, p), p
 }
