@@ -1,6 +1,7 @@
 // Package deploy holds what runs Trove outside a checkout: the systemd unit
-// (systemd/) and, built by internal/release, the container image. Its test
-// checks the unit with systemd's own analyzer.
+// (systemd/), the Helm chart (helm/trove) and, built by internal/release,
+// the container image. Its tests check the unit with systemd's own analyzer
+// and the chart with helm (lint, and what it renders in each mode).
 package deploy
 
 import (
