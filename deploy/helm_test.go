@@ -179,11 +179,14 @@ type (
 		Key  string `yaml:"key"`
 	}
 	probe struct {
-		HTTPGet struct {
+		HTTPGet *struct {
 			Path   string `yaml:"path"`
 			Port   string `yaml:"port"`
 			Scheme string `yaml:"scheme"`
 		} `yaml:"httpGet"`
+		TCPSocket *struct {
+			Port string `yaml:"port"`
+		} `yaml:"tcpSocket"`
 	}
 	volume struct {
 		Name     string         `yaml:"name"`
@@ -492,14 +495,19 @@ func TestHelmChart(t *testing.T) {
 				}
 			})
 			t.Run("probes", func(t *testing.T) {
-				for name, p := range map[string]*probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-					if p == nil {
-						t.Errorf("no %s probe", name)
+				// Startup and readiness wait for the database (/healthz);
+				// liveness must not, or a database outage restarts every pod.
+				for name, p := range map[string]*probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe} {
+					if p == nil || p.HTTPGet == nil {
+						t.Errorf("no %s probe over HTTP: %+v", name, p)
 						continue
 					}
 					if g := p.HTTPGet; g.Path != "/healthz" || g.Port != "http" || g.Scheme != m.scheme {
 						t.Errorf("%s probe GET %s %s://:%s, want /healthz %s://:http", name, g.Path, g.Scheme, g.Port, m.scheme)
 					}
+				}
+				if p := c.LivenessProbe; p == nil || p.HTTPGet != nil || p.TCPSocket == nil || p.TCPSocket.Port != "http" {
+					t.Errorf("liveness probe %+v, want a TCP connect to http (not /healthz, which fails while the database is down)", p)
 				}
 				if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 7007 {
 					t.Errorf("container ports %+v, want http 7007", c.Ports)

@@ -185,11 +185,13 @@ containers:
         scheme: {{ $scheme }}
       periodSeconds: {{ .Values.probes.startup.periodSeconds }}
       failureThreshold: {{ .Values.probes.startup.failureThreshold }}
+    # Liveness asks only whether the process accepts connections: /healthz
+    # fails while the database is unreachable, and restarting every pod
+    # during a PostgreSQL outage would not bring it back (readiness takes
+    # them out of the Service meanwhile).
     livenessProbe:
-      httpGet:
-        path: /healthz
+      tcpSocket:
         port: http
-        scheme: {{ $scheme }}
       periodSeconds: {{ .Values.probes.liveness.periodSeconds }}
       timeoutSeconds: {{ .Values.probes.liveness.timeoutSeconds }}
       failureThreshold: {{ .Values.probes.liveness.failureThreshold }}
