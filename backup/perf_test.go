@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/storage"
@@ -21,11 +23,11 @@ import (
 )
 
 var (
-	perfMemories = flag.Int("backup.memories", 200, "memories in the TestBackupScale deployment")
+	perfMemories = flag.Int("backup.memories", 200, "memories in the TestLongBackupScale deployment")
 	perfVersions = flag.Int("backup.versions", 5, "versions per memory in it (the first one a create)")
 )
 
-// TestBackupScale measures `trove backup` and `trove restore`, run as
+// TestLongBackupScale measures `trove backup` and `trove restore`, run as
 // processes, on a SQLite deployment of -backup.memories memories of 1 KiB
 // with -backup.versions versions each (1 store per 10,000 memories), built
 // through the driver's bulk paths: wall time and the peak RSS of each
@@ -34,10 +36,8 @@ var (
 // the last database has the first one's counters and heads. By default
 // it is a quick check of the harness (200 memories × 5 versions);
 // docs/perf/backup.md has the command and the figures of larger runs.
-func TestBackupScale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs trove as processes")
-	}
+func TestLongBackupScale(t *testing.T) {
+	skipnote.Long(t)
 	pgtest.URL(t)
 	dir := t.TempDir()
 	// The trove run is this test binary (TestMain: asTroveEnv), not a

@@ -35,7 +35,7 @@ import (
 )
 
 // asTroveEnv, set to 1 in the environment of this test binary, makes it the
-// trove command (cmd/trove's main) instead of the tests: TestBackupScale
+// trove command (cmd/trove's main) instead of the tests: TestLongBackupScale
 // runs `trove backup` and `trove restore` as processes without building
 // trove.
 const asTroveEnv = "TROVE_TEST_AS_TROVE"

@@ -48,13 +48,13 @@ func (a *signalAuth) Authenticate(ctx context.Context, secret string) (*trove.Pr
 	return p, err
 }
 
-// TestLongLivedRequestsEndWithTheirCredential (issue 22 item 1): a change
+// TestLiveRequestsEndWithTheirCredential (issue 22 item 1): a change
 // stream (server-sent events) and a change long poll stop within seconds
 // once their credential stops being valid: a session ended through the
 // API, or an API key revoked by another process over the same database
 // (what trove keys revoke does). The stream ends with an error event
 // carrying the authentication_error envelope, the long poll with 401.
-func TestLongLivedRequestsEndWithTheirCredential(t *testing.T) {
+func TestLiveRequestsEndWithTheirCredential(t *testing.T) {
 	t.Parallel()
 	for _, form := range []string{"stream", "long poll"} {
 		for _, how := range []string{"session ended", "key revoked by another process"} {

@@ -16,13 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/syncer"
 )
 
-// TestKillDuringSync kills a real `trove sync --once` process (the binary
+// TestLongKillDuringSync kills a real `trove sync --once` process (the binary
 // built from this module, syncing over HTTP from a server in this process)
 // with SIGKILL at random moments, first during the batched first download
 // of 1,200 memories, then during passes that create 300 memories from new
@@ -31,7 +33,8 @@ import (
 // manifest claims nothing the disk and the store do not hold; the run that
 // is let finish converges: the directory equals the store, no engine temp
 // file is left, no memory is duplicated and no version is written twice.
-func TestKillDuringSync(t *testing.T) {
+func TestLongKillDuringSync(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	bin := buildTrove(t)
 	e := newEnv(t)
@@ -254,9 +257,6 @@ func sha(s string) string {
 // build cache recompiled every package without -race.
 func buildTrove(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs trove as a process")
-	}
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

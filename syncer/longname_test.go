@@ -60,10 +60,10 @@ func TestUnrepresentablePathsAreReported(t *testing.T) {
 	}
 }
 
-// TestLongNameConflictConverges (F2): a 253-byte name changed on both sides
+// TestConflictOfLongNamesConverges (F2): a 253-byte name changed on both sides
 // gets a conflict copy whose name fits 255 bytes, locally and in the store,
 // and the next pass has nothing left to do.
-func TestLongNameConflictConverges(t *testing.T) {
+func TestConflictOfLongNamesConverges(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	name := "/notes/" + strings.Repeat("n", 250) + ".md" // a 253-byte segment

@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/trovehq/trove/cmd/trove/cli"
 	"github.com/trovehq/trove/internal/racechild"
 )
@@ -18,7 +20,7 @@ func TestMain(m *testing.M) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	racechild.Setenv()
-	code := m.Run()
+	code := skipnote.Main(m)
 	removeTroveBinary()
 	os.Exit(code)
 }

@@ -14,18 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// TestRelease builds a release for the machine's own linux target (the
+// TestLongRelease builds a release for the machine's own linux target (the
 // others differ only in GOOS/GOARCH, which .ci/run's cross-compile covers)
 // and checks what a user and a registry would: the checksums verify, the
 // SBOM names the linked modules, and the image's config is as documented and
 // its binary runs `trove version` printing the release's version.
-func TestRelease(t *testing.T) {
+func TestLongRelease(t *testing.T) {
+	skipnote.Long(t)
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
 		t.Skipf("runs the image's linux binary: needs linux/amd64 or linux/arm64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}

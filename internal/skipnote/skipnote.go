@@ -150,3 +150,30 @@ func PkgPath() string {
 }
 
 const modulePath = "github.com/trovehq/trove"
+
+// LongPrefix begins the name of every long test: a kill -9 soak, the
+// release build, a scale run. The README's test command runs with -short,
+// which leaves them out; .ci/run then runs exactly them with
+// -run '^TestLong' (LongRun), so a long test must carry the prefix to be
+// run anywhere but on a full `go test ./...`.
+const LongPrefix = "TestLong"
+
+// LongRun is the go test flag that runs only the long tests.
+const LongRun = "-run '^" + LongPrefix + "'"
+
+// longReason is what the summary says of the long tests -short left out.
+const longReason = "long tests left out by -short; go test -race " + LongRun + " ./... runs them"
+
+// Long marks t as a long test: under -short it is skipped, and counted in
+// the package's SKIPPED line. A test whose top-level name does not begin
+// with LongPrefix fails instead, since CI's run of the long tests would
+// never find it.
+func Long(t testing.TB) {
+	t.Helper()
+	if top, _, _ := strings.Cut(t.Name(), "/"); !strings.HasPrefix(top, LongPrefix) {
+		t.Fatalf("skipnote.Long in %s: a long test's name must begin with %s (.ci/run runs the long tests with %s)", t.Name(), LongPrefix, LongRun)
+	}
+	if testing.Short() {
+		Skip(t, longReason)
+	}
+}

@@ -3,6 +3,7 @@ package skipnote
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -80,5 +81,59 @@ func TestReportToStdout(t *testing.T) {
 func TestPkgPath(t *testing.T) {
 	if got, want := PkgPath(), "github.com/trovehq/trove/internal/skipnote"; got != want {
 		t.Errorf("PkgPath() = %q; want %q", got, want)
+	}
+}
+
+// fakeTB is a testing.TB whose Fatalf and Skip end the goroutine as the
+// real ones do, recording which was called.
+type fakeTB struct {
+	testing.TB
+	name           string
+	fatal, skipped bool
+}
+
+func (f *fakeTB) Name() string                      { return f.name }
+func (f *fakeTB) Helper()                           {}
+func (f *fakeTB) Fatalf(format string, args ...any) { f.fatal = true; runtime.Goexit() }
+func (f *fakeTB) Skip(args ...any)                  { f.skipped = true; runtime.Goexit() }
+
+func TestMarkLong(t *testing.T) {
+	run := func(name string) *fakeTB {
+		f := &fakeTB{name: name}
+		done := make(chan struct{})
+		go func() { defer close(done); Long(f) }()
+		<-done
+		return f
+	}
+	for _, tc := range []struct {
+		name      string
+		wantFatal bool
+	}{
+		{"TestLongKill", false},
+		{"TestLongKill/subtest", false},
+		{"TestKill", true},
+		{"TestKill/TestLongSub", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			t.Cleanup(reset)
+			f := run(tc.name)
+			if f.fatal != tc.wantFatal {
+				t.Fatalf("Long in %s: failed = %v, want %v", tc.name, f.fatal, tc.wantFatal)
+			}
+			if tc.wantFatal {
+				return
+			}
+			if f.skipped != testing.Short() {
+				t.Errorf("Long in %s: skipped = %v under -short = %v", tc.name, f.skipped, testing.Short())
+			}
+			want := ""
+			if testing.Short() {
+				want = "1 test (" + longReason + ")"
+			}
+			if got := Summary(); got != want {
+				t.Errorf("Summary() = %q, want %q", got, want)
+			}
+		})
 	}
 }

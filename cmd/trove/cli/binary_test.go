@@ -31,12 +31,9 @@ func findTroveBin() {
 }
 
 // buildTrove returns the path of the trove command to run as a process
-// (troveBin). These tests (kill -9 soaks, restarts) skip under -short.
+// (troveBin). The long ones among them (kill -9 soaks) call skipnote.Long.
 func buildTrove(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs trove as a process")
-	}
 	if troveBin == "" {
 		t.Fatal("testscript.Main put no trove command at the head of PATH")
 	}

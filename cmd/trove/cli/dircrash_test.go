@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/httpapi"
 )
 
-// TestCrashDuringDirectoryRename builds trove, serves SQLite from a child
+// TestLongCrashDuringDirectoryRename builds trove, serves SQLite from a child
 // process, and SIGKILLs it while it renames a directory of 300 memories,
 // once per kill delay (from the moment the request was written). The
 // rename is one transaction whatever its size; 300 memories make it last
@@ -28,7 +30,8 @@ import (
 // new versions) or not at all (every memory at its old path, no new
 // version), whatever the moment of the kill; a rename acknowledged before
 // the kill must have happened entirely.
-func TestCrashDuringDirectoryRename(t *testing.T) {
+func TestLongCrashDuringDirectoryRename(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	bin := buildTrove(t)
 	data := filepath.Join(t.TempDir(), "data")

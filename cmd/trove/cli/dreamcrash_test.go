@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
@@ -25,11 +27,12 @@ import (
 	"github.com/trovehq/trove/storage/postgres"
 )
 
-// TestDreamSurvivesKill9: kill -9 of a real trove serve while a dream
+// TestLongDreamSurvivesKill9: kill -9 of a real trove serve while a dream
 // runs; after a restart the dream ends failed (runner_lost) with a clear
 // error, never running forever, and the output keeps the write the model
 // made before the kill.
-func TestDreamSurvivesKill9(t *testing.T) {
+func TestLongDreamSurvivesKill9(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	bin := buildTrove(t)
 	data := t.TempDir()
@@ -116,12 +119,13 @@ func TestDreamSurvivesKill9(t *testing.T) {
 	}
 }
 
-// TestDreamTwoNodesKill9Postgres: two real trove serve processes on one
+// TestLongDreamTwoNodesKill9Postgres: two real trove serve processes on one
 // PostgreSQL schema, both running dreams. A dream is run by exactly one of
 // them; kill -9 of that one mid-dream leaves the dream to the other, which
 // fails it (runner_lost) once the lease has expired, and goes on running
 // new dreams.
-func TestDreamTwoNodesKill9Postgres(t *testing.T) {
+func TestLongDreamTwoNodesKill9Postgres(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	url := pgtest.URL(t)
 	bin := buildTrove(t)

@@ -9,14 +9,17 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/trovehq/trove"
 )
 
-// TestImportKilledSubprocess SIGKILLs a real `trove import` once it has
+// TestLongImportKilledSubprocess SIGKILLs a real `trove import` once it has
 // imported its first 100 memories, runs the same import again, and checks
 // that the target ends with one store holding each memory exactly once
 // (one version each: nothing was written twice).
-func TestImportKilledSubprocess(t *testing.T) {
+func TestLongImportKilledSubprocess(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	bin := buildTrove(t)
 	const n = 200 // a progress line every 100: killed at the first, half done

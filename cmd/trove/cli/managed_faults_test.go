@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/trovehq/trove/internal/claudetest"
@@ -75,11 +77,12 @@ func requestsByPosition(reqs []claudetest.Request) map[int]int {
 	return out
 }
 
-// TestManagedSessionSurvivesKill9: kill -9 of trove serve at points of a
+// TestLongManagedSessionSurvivesKill9: kill -9 of trove serve at points of a
 // turn, then a restart: the conversation completes, the model is asked
 // again only for the answer that was not stored, no tool call runs twice,
 // no event is lost or duplicated, the store holds the write once.
-func TestManagedSessionSurvivesKill9(t *testing.T) {
+func TestLongManagedSessionSurvivesKill9(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	for _, point := range []string{"during a model request", "after an answer with a tool use is stored"} {
 		t.Run(point, func(t *testing.T) {
@@ -168,11 +171,12 @@ func TestManagedSessionSurvivesKill9(t *testing.T) {
 	}
 }
 
-// TestManagedSessionWorkerKilled: kill -9 of a trove worker that holds the
+// TestLongManagedSessionWorkerKilled: kill -9 of a trove worker that holds the
 // session's work; a second trove worker gets the work once its lease
 // (--lease-ttl 5s) has run out, and the turn finishes with the store
 // holding the write.
-func TestManagedSessionWorkerKilled(t *testing.T) {
+func TestLongManagedSessionWorkerKilled(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	m := newManaged(t, learnTurns)
 	se := m.session(t, anthropic.BetaManagedAgentsMemoryStoreResourceParamAccessReadWrite)

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-cmp/cmp"
@@ -415,7 +417,7 @@ func readSSE(r io.Reader, each func(sseEvent) bool) (done bool, err error) {
 	return false, io.ErrUnexpectedEOF
 }
 
-// TestManagedSessionPostgresTakeover: two trove serve nodes on one
+// TestLongManagedSessionPostgresTakeover: two trove serve nodes on one
 // PostgreSQL database; a managed session's turn (read the seeded memory,
 // write learned.md, answer) with the SDK's EnvironmentWorker; kill -9 of a
 // node at a point of the turn while the other, already running, takes the
@@ -425,7 +427,8 @@ func readSSE(r io.Reader, each func(sseEvent) bool) (done bool, err error) {
 // before the kill among them, and a client's stream that reconnected
 // across the kill got exactly the transcript; the model was asked again
 // only for the answer the kill cut, never for one already stored.
-func TestManagedSessionPostgresTakeover(t *testing.T) {
+func TestLongManagedSessionPostgresTakeover(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	type point struct {
 		name string

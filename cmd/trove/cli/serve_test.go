@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-cmp/cmp"
@@ -370,10 +372,11 @@ func TestServePostgres(t *testing.T) {
 	}
 }
 
-// TestCrashKeepsAcknowledgedWrites builds trove, serves from a child
+// TestLongCrashKeepsAcknowledgedWrites builds trove, serves from a child
 // process, SIGKILLs it during a write load, restarts it on the same data
 // and checks that every acknowledged write and its version survived.
-func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
+func TestLongCrashKeepsAcknowledgedWrites(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	bin := buildTrove(t)
 	data := filepath.Join(t.TempDir(), "data")

@@ -13,17 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovehq/trove/internal/skipnote"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestWebhooksSurviveKill9: kill -9 of a real trove serve while it is
+// TestLongWebhooksSurviveKill9: kill -9 of a real trove serve while it is
 // delivering a webhook (the receiver holds the request); after a restart
 // over the same data, every event arrives, in order, each verified by the
 // official SDK's Unwrap and once by webhook-id (the interrupted one is
 // sent again with the same ID), including those made after the restart.
-func TestWebhooksSurviveKill9(t *testing.T) {
+func TestLongWebhooksSurviveKill9(t *testing.T) {
+	skipnote.Long(t)
 	t.Parallel()
 	bin := buildTrove(t)
 	data := t.TempDir()
