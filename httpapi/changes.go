@@ -418,12 +418,6 @@ func (c *Client) FollowChanges(ctx context.Context, storeID string, after int64,
 	}, fn, connected)
 }
 
-// fnError wraps the error of FollowEvents' fn (client_sessions.go), to
-// tell it from the stream's.
-type fnError struct{ err error }
-
-func (e *fnError) Error() string { return e.err.Error() }
-
 // streamOnce reads one stream of the store's changes after f.After()
 // until it ends, handing each change to f.Deliver.
 func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string, f *follow.Feed[trove.Change]) error {
