@@ -413,20 +413,14 @@ func (c *Client) FollowChanges(ctx context.Context, storeID string, after int64,
 	}
 	hc := *c.http
 	hc.Timeout = 0 // a stream has no end; heartbeats and ctx bound it
-	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed) error {
+	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed[trove.Change]) error {
 		return c.streamOnce(ctx, &hc, storeID, f)
 	}, fn, connected)
 }
 
-// fnError wraps the error of FollowEvents' fn (client_sessions.go), to
-// tell it from the stream's.
-type fnError struct{ err error }
-
-func (e *fnError) Error() string { return e.err.Error() }
-
 // streamOnce reads one stream of the store's changes after f.After()
 // until it ends, handing each change to f.Deliver.
-func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string, f *follow.Feed) error {
+func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string, f *follow.Feed[trove.Change]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	after := strconv.FormatInt(f.After(), 10)
@@ -472,7 +466,8 @@ func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string
 			if err := json.Unmarshal([]byte(data), &wc); err != nil {
 				return &trove.Error{Code: trove.EINTERNAL, Message: "the server sent a change that is not valid JSON", Err: err}
 			}
-			if err := f.Deliver(changeFromWire(&wc)); err != nil {
+			ch := changeFromWire(&wc)
+			if err := f.Deliver(ch.Seq, ch); err != nil {
 				return err
 			}
 		case "error":

@@ -10,9 +10,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/trovehq/trove"
+	"github.com/trovehq/trove/internal/follow"
 )
 
 var _ trove.ManagedSessionService = (*Client)(nil)
@@ -127,68 +127,53 @@ func (c *Client) DeleteSession(ctx context.Context, sessionID string) error {
 // FollowEvents calls fn with each event of the session's transcript after
 // Seq after (after < 0: after the events stored when it starts), in Seq
 // order, each exactly once (Seq set), reading the server-sent event stream
-// and reconnecting with Last-Event-ID when it drops. It returns nil when
+// and reconnecting with Last-Event-ID when it drops, after a pause that
+// grows from 100 ms to 5 s while reconnecting fails. It returns nil when
 // the stream ends because the session ended (every event delivered), fn's
-// error, ctx's error, or an error that reconnecting cannot change.
+// error (as is), ctx's error, ENOTFOUND when the session is not there or
+// gets deleted, or another error that reconnecting cannot change
+// (EUNAUTHENTICATED, EFORBIDDEN, EINVALID), be it the answer or the error
+// event the stream ends with (a revoked key's). The loop is
+// internal/follow's; eventsOnce is one connection.
 func (c *Client) FollowEvents(ctx context.Context, sessionID string, after int64, fn func(trove.SessionEvent) error) error {
 	hc := *c.http
-	hc.Timeout = 0
-	backoff := 100 * time.Millisecond
-	for {
-		ended, err := c.followEventsOnce(ctx, &hc, sessionID, &after, fn)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var fe *fnError
-		if errors.As(err, &fe) {
-			return fe.err
-		}
-		if ended && err == nil {
-			return nil
-		}
-		switch trove.ErrorCode(err) {
-		case trove.ENOTFOUND, trove.EUNAUTHENTICATED, trove.EFORBIDDEN, trove.EINVALID:
-			return err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+	hc.Timeout = 0 // a stream lasts as long as the session; ctx bounds it
+	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed[trove.SessionEvent]) error {
+		return c.eventsOnce(ctx, &hc, sessionID, f)
+	}, fn, nil)
 }
 
-// followEventsOnce reads one stream; ended reports a stream the server
-// closed normally (the session ended).
-func (c *Client) followEventsOnce(ctx context.Context, hc *http.Client, sessionID string, after *int64, fn func(trove.SessionEvent) error) (ended bool, err error) {
+// eventsOnce reads one stream of the session's events after f.After()
+// (below 0: from where the stream starts, which its first, id-only
+// message tells) until it ends, handing each event to f.Deliver. A stream
+// the server closed normally is the end of the session: follow.ErrEnded.
+func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID string, f *follow.Feed[trove.SessionEvent]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	path := "/v1/sessions/" + url.PathEscape(sessionID) + "/events/stream"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return false, trove.Errorf(trove.EINVALID, "building the request: %v", err)
+		return trove.Errorf(trove.EINVALID, "building the request: %v", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("anthropic-beta", BetaManagedAgents)
-	if *after >= 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
+	if f.After() >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(f.After(), 10))
 	}
 	if c.workspace != "" {
 		req.Header.Set("anthropic-workspace-id", c.workspace)
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		return false, &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}
+		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the Trove server could not be reached", Err: err}
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		return false, fromEnvelope(res.StatusCode, data, &httpStatusError{method: http.MethodGet, path: path, status: res.StatusCode, statusText: res.Status})
+		return fromEnvelope(res.StatusCode, data, &httpStatusError{method: http.MethodGet, path: path, status: res.StatusCode, statusText: res.Status})
 	}
+	f.Live()
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	var id, event string
@@ -209,42 +194,38 @@ func (c *Client) followEventsOnce(ctx context.Context, hc *http.Client, sessionI
 			continue
 		}
 		switch {
-		case event == "" && id != "" && *after < 0:
+		case event == "" && id != "" && f.After() < 0:
 			// The stream's starting position.
 			if seq, err := strconv.ParseInt(id, 10, 64); err == nil {
-				*after = seq
+				f.Advance(seq)
 			}
 		case event == "error":
-			return false, fromEnvelope(http.StatusOK, data, errors.New("error event in the event stream"))
+			return fromEnvelope(http.StatusOK, data, errors.New("error event in the event stream"))
 		case event == trove.EventSessionDeleted:
-			return false, trove.Errorf(trove.ENOTFOUND, "session %s was deleted", sessionID)
+			return trove.Errorf(trove.ENOTFOUND, "session %s was deleted", sessionID)
 		case event != "" && id != "":
 			seq, perr := strconv.ParseInt(id, 10, 64)
 			if perr != nil {
-				return true, trove.Errorf(trove.EINTERNAL, "the server sent an event id that is not a sequence number: %q", id)
+				return trove.Errorf(trove.EINTERNAL, "the server sent an event id that is not a sequence number: %q", id)
 			}
-			if seq > *after {
+			if seq > f.After() { // what was delivered is not even decoded
 				var m map[string]json.RawMessage
 				if err := json.Unmarshal(data, &m); err != nil {
-					return true, &trove.Error{Code: trove.EINTERNAL, Message: "the server sent an event that is not valid JSON", Err: err}
+					return &trove.Error{Code: trove.EINTERNAL, Message: "the server sent an event that is not valid JSON", Err: err}
 				}
 				e := eventsFromWire(sessionID, []map[string]json.RawMessage{m})[0]
 				e.Seq = seq
-				if err := fn(e); err != nil {
-					return true, &fnError{err}
+				if err := f.Deliver(seq, e); err != nil {
+					return err
 				}
-				*after = seq
 			}
 		}
 		id, event, data = "", "", data[:0]
 	}
 	if err := sc.Err(); err != nil {
-		return false, &trove.Error{Code: trove.EUNAVAILABLE, Message: "the event stream broke", Err: err}
+		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the event stream broke", Err: err}
 	}
-	if *after < 0 {
-		*after = 0
-	}
-	return true, nil
+	return follow.ErrEnded
 }
 
 // Sessions, over plain net/http.

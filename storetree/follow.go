@@ -38,7 +38,7 @@ func Follow(ctx context.Context, cs trove.ChangeService, storeID string, after i
 	if f, ok := cs.(ChangeFollower); ok {
 		return f.FollowChanges(ctx, storeID, after, fn, connected)
 	}
-	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed) error {
+	return follow.Run(ctx, after, func(ctx context.Context, f *follow.Feed[trove.Change]) error {
 		return pollOnce(ctx, cs, storeID, f)
 	}, fn, connected)
 }
@@ -46,7 +46,7 @@ func Follow(ctx context.Context, cs trove.ChangeService, storeID string, after i
 // pollOnce is one connection of a feed read with ListChanges and
 // WaitChanges: it is live once a page is read, and lasts until a call
 // fails.
-func pollOnce(ctx context.Context, cs trove.ChangeService, storeID string, f *follow.Feed) error {
+func pollOnce(ctx context.Context, cs trove.ChangeService, storeID string, f *follow.Feed[trove.Change]) error {
 	for {
 		b, err := cs.ListChanges(ctx, storeID, trove.ListChangesParams{After: f.After(), Limit: 100})
 		if err != nil {
@@ -54,7 +54,7 @@ func pollOnce(ctx context.Context, cs trove.ChangeService, storeID string, f *fo
 		}
 		f.Live()
 		for _, c := range b.Changes {
-			if err := f.Deliver(c); err != nil {
+			if err := f.Deliver(c.Seq, c); err != nil {
 				return err
 			}
 		}

@@ -12,17 +12,32 @@ import (
 	"github.com/trovehq/trove"
 )
 
+// The table's feed carries strings ("v<seq>"), not trove.Change: any item
+// type is followed the same way, its Seq told by the Conn.
+
 // A step is one scripted connection.
-type step func(ctx context.Context, cancel context.CancelFunc, f *Feed) error
+type step func(ctx context.Context, cancel context.CancelFunc, f *Feed[string]) error
+
+// v is the item at seq.
+func v(seq int64) string { return fmt.Sprint("v", seq) }
+
+// vs is the items at seqs.
+func vs(seqs ...int64) []string {
+	out := make([]string, len(seqs))
+	for i, s := range seqs {
+		out[i] = v(s)
+	}
+	return out
+}
 
 // live goes live, delivers seqs (stopping at Deliver's error, returned
 // wrapped as a transport would) and then ends with err.
 func live(err error, seqs ...int64) step {
-	return func(_ context.Context, _ context.CancelFunc, f *Feed) error {
+	return func(_ context.Context, _ context.CancelFunc, f *Feed[string]) error {
 		f.Live()
 		f.Live() // twice: connected(true) is still told once
 		for _, s := range seqs {
-			if derr := f.Deliver(trove.Change{Seq: s}); derr != nil {
+			if derr := f.Deliver(s, v(s)); derr != nil {
 				return fmt.Errorf("the stream: %w", derr)
 			}
 		}
@@ -32,7 +47,7 @@ func live(err error, seqs ...int64) step {
 
 // fail ends the connection with err before it goes live.
 func fail(err error) step {
-	return func(context.Context, context.CancelFunc, *Feed) error { return err }
+	return func(context.Context, context.CancelFunc, *Feed[string]) error { return err }
 }
 
 var (
@@ -47,11 +62,11 @@ func TestRun(t *testing.T) {
 		name         string
 		after        int64
 		conns        []step
-		fnErrAt      int64 // fn returns errStop for this Seq
+		fnErrAt      int64 // fn returns errStop for the item at this Seq (0: none; no script delivers 0)
 		cancelInWait bool  // the context ends during the first pause
 		wantErr      error
 		wantAfters   []int64  // f.After() as each connection starts
-		wantGot      []int64  // Seqs fn saw
+		wantGot      []string // items fn saw
 		wantLog      []string // connected calls and pauses, in order
 	}{
 		{
@@ -63,13 +78,13 @@ func TestRun(t *testing.T) {
 			},
 			wantErr:    errGone,
 			wantAfters: []int64{5, 7},
-			wantGot:    []int64{6, 7, 8},
+			wantGot:    vs(6, 7, 8),
 			wantLog:    []string{"up", "down", "wait 100ms", "up", "down"},
 		},
 		{
 			name: "advance moves the cursor past seqs without a change, never back",
 			conns: []step{
-				func(_ context.Context, _ context.CancelFunc, f *Feed) error {
+				func(_ context.Context, _ context.CancelFunc, f *Feed[string]) error {
 					f.Advance(10)
 					f.Advance(4)
 					return errDown
@@ -86,26 +101,26 @@ func TestRun(t *testing.T) {
 			fnErrAt:    2,
 			wantErr:    errStop,
 			wantAfters: []int64{0},
-			wantGot:    []int64{1, 2},
+			wantGot:    vs(1, 2),
 			wantLog:    []string{"up", "down"},
 		},
 		{
 			name: "fn's error sticks: a Conn that goes on delivering does not call fn again",
-			conns: []step{func(_ context.Context, _ context.CancelFunc, f *Feed) error {
+			conns: []step{func(_ context.Context, _ context.CancelFunc, f *Feed[string]) error {
 				f.Live()
-				_ = f.Deliver(trove.Change{Seq: 1})
-				_ = f.Deliver(trove.Change{Seq: 2})
+				_ = f.Deliver(1, v(1))
+				_ = f.Deliver(2, v(2))
 				return nil
 			}},
 			fnErrAt:    1,
 			wantErr:    errStop,
 			wantAfters: []int64{0},
-			wantGot:    []int64{1},
+			wantGot:    vs(1),
 			wantLog:    []string{"up", "down"},
 		},
 		{
 			name: "ctx ends during a connection",
-			conns: []step{func(ctx context.Context, cancel context.CancelFunc, f *Feed) error {
+			conns: []step{func(ctx context.Context, cancel context.CancelFunc, f *Feed[string]) error {
 				f.Live()
 				cancel()
 				return ctx.Err()
@@ -135,19 +150,86 @@ func TestRun(t *testing.T) {
 				"up", "down", "wait 100ms", "wait 200ms",
 			},
 		},
+		{
+			name:       "the feed's end stops with nil after what was delivered",
+			conns:      []step{live(ErrEnded, 1, 2)},
+			wantAfters: []int64{0},
+			wantGot:    vs(1, 2),
+			wantLog:    []string{"up", "down"},
+		},
+		{
+			name:       "the feed's end wrapped, before going live, also stops with nil",
+			after:      3,
+			conns:      []step{fail(fmt.Errorf("the stream: %w", ErrEnded))},
+			wantAfters: []int64{3},
+		},
+		{
+			name:       "fn's error wins over the feed's end",
+			conns:      []step{live(ErrEnded, 1, 2)},
+			fnErrAt:    2,
+			wantErr:    errStop,
+			wantAfters: []int64{0},
+			wantGot:    vs(1, 2),
+			wantLog:    []string{"up", "down"},
+		},
+		{
+			name: "ctx's end wins over the feed's end",
+			conns: []step{func(_ context.Context, cancel context.CancelFunc, f *Feed[string]) error {
+				cancel()
+				return ErrEnded
+			}},
+			wantErr:    context.Canceled,
+			wantAfters: []int64{0},
+		},
+		{
+			name:  "a negative start: the stream's starting position moves it up, then every later seq is delivered",
+			after: -1,
+			conns: []step{
+				func(_ context.Context, _ context.CancelFunc, f *Feed[string]) error {
+					f.Live()
+					f.Advance(4) // where the stream starts
+					for _, s := range []int64{3, 4, 5, 6} {
+						if err := f.Deliver(s, v(s)); err != nil {
+							return err
+						}
+					}
+					return errDown
+				},
+				live(ErrEnded, 6, 7),
+			},
+			wantAfters: []int64{-1, 6},
+			wantGot:    vs(5, 6, 7),
+			wantLog:    []string{"up", "down", "wait 100ms", "up", "down"},
+		},
+		{
+			name:       "a negative start stays negative across a failed connection and delivers from the first seq",
+			after:      -1,
+			conns:      []step{fail(errDown), live(ErrEnded, 1, 2)},
+			wantAfters: []int64{-1, -1},
+			wantGot:    vs(1, 2),
+			wantLog:    []string{"wait 100ms", "up", "down"},
+		},
+		{
+			name:       "a negative start ended before anything moved it stops with nil",
+			after:      -1,
+			conns:      []step{live(ErrEnded)},
+			wantAfters: []int64{-1},
+			wantLog:    []string{"up", "down"},
+		},
 		{name: "EUNAUTHENTICATED is final", conns: []step{fail(trove.Errorf(trove.EUNAUTHENTICATED, "x"))}, wantErr: trove.Errorf(trove.EUNAUTHENTICATED, "x"), wantAfters: []int64{0}},
 		{name: "EFORBIDDEN is final", conns: []step{fail(trove.Errorf(trove.EFORBIDDEN, "x"))}, wantErr: trove.Errorf(trove.EFORBIDDEN, "x"), wantAfters: []int64{0}},
-		{name: "EINVALID is final", conns: []step{live(trove.Errorf(trove.EINVALID, "x"), 1)}, wantErr: trove.Errorf(trove.EINVALID, "x"), wantAfters: []int64{0}, wantGot: []int64{1}, wantLog: []string{"up", "down"}},
+		{name: "EINVALID is final", conns: []step{live(trove.Errorf(trove.EINVALID, "x"), 1)}, wantErr: trove.Errorf(trove.EINVALID, "x"), wantAfters: []int64{0}, wantGot: vs(1), wantLog: []string{"up", "down"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var afters, got []int64
+			var afters []int64
+			var got []string
 			var log []string
 			n := 0
-			conn := func(ctx context.Context, f *Feed) error {
+			conn := func(ctx context.Context, f *Feed[string]) error {
 				afters = append(afters, f.After())
 				if n == len(tt.conns) {
 					t.Fatalf("connection %d: the script has only %d", n+1, len(tt.conns))
@@ -155,9 +237,9 @@ func TestRun(t *testing.T) {
 				n++
 				return tt.conns[n-1](ctx, cancel, f)
 			}
-			fn := func(c trove.Change) error {
-				got = append(got, c.Seq)
-				if c.Seq == tt.fnErrAt {
+			fn := func(it string) error {
+				got = append(got, it)
+				if it == v(tt.fnErrAt) {
 					return errStop
 				}
 				return nil
@@ -196,7 +278,7 @@ func TestRun(t *testing.T) {
 // TestRunNilConnected: connected may be nil.
 func TestRunNilConnected(t *testing.T) {
 	t.Parallel()
-	err := run(context.Background(), 0, func(_ context.Context, f *Feed) error {
+	err := run(context.Background(), 0, func(_ context.Context, f *Feed[trove.Change]) error {
 		f.Live()
 		return errGone
 	}, func(trove.Change) error { return nil }, nil, func(context.Context, time.Duration) error { return nil })
