@@ -177,11 +177,12 @@ func TestChangesScope(t *testing.T) {
 	}
 }
 
-// cutProxy forwards TCP connections to target and can cut every open one.
+// cutProxy forwards TCP connections to target and can cut every open one,
+// or send the next ones to another target.
 type cutProxy struct {
 	ln     net.Listener
-	target string
 	mu     sync.Mutex
+	target string // host:port
 	conns  []net.Conn
 }
 
@@ -198,7 +199,10 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 			if err != nil {
 				return
 			}
-			u, err := net.Dial("tcp", p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			u, err := net.Dial("tcp", target)
 			if err != nil {
 				c.Close()
 				continue
@@ -214,6 +218,14 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 }
 
 func (p *cutProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+// retarget sends the connections accepted from now on to target (a base
+// URL); open ones stay where they are.
+func (p *cutProxy) retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = strings.TrimPrefix(target, "http://")
+}
 
 func (p *cutProxy) cut() {
 	p.mu.Lock()

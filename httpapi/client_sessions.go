@@ -128,13 +128,16 @@ func (c *Client) DeleteSession(ctx context.Context, sessionID string) error {
 // Seq after (after < 0: after the events stored when it starts), in Seq
 // order, each exactly once (Seq set), reading the server-sent event stream
 // and reconnecting with Last-Event-ID when it drops, after a pause that
-// grows from 100 ms to 5 s while reconnecting fails. It returns nil when
-// the stream ends because the session ended (every event delivered), fn's
-// error (as is), ctx's error, ENOTFOUND when the session is not there or
-// gets deleted, or another error that reconnecting cannot change
-// (EUNAUTHENTICATED, EFORBIDDEN, EINVALID), be it the answer or the error
-// event the stream ends with (a revoked key's). The loop is
-// internal/follow's; eventsOnce is one connection.
+// grows from 100 ms to 5 s while reconnecting fails. A stream the server
+// closes normally ends the follow only when the session has ended: the
+// server also closes its streams when it shuts down (a restart), and
+// FollowEvents then reconnects as after a drop. It returns nil once the
+// session has ended and every event was delivered, fn's error (as is),
+// ctx's error, ENOTFOUND when the session is not there or gets deleted,
+// or another error that reconnecting cannot change (EUNAUTHENTICATED,
+// EFORBIDDEN, EINVALID), be it the answer or the error event the stream
+// ends with (a revoked key's). The loop is internal/follow's; eventsOnce
+// is one connection.
 func (c *Client) FollowEvents(ctx context.Context, sessionID string, after int64, fn func(trove.SessionEvent) error) error {
 	hc := *c.http
 	hc.Timeout = 0 // a stream lasts as long as the session; ctx bounds it
@@ -146,7 +149,11 @@ func (c *Client) FollowEvents(ctx context.Context, sessionID string, after int64
 // eventsOnce reads one stream of the session's events after f.After()
 // (below 0: from where the stream starts, which its first, id-only
 // message tells) until it ends, handing each event to f.Deliver. A stream
-// the server closed normally is the end of the session: follow.ErrEnded.
+// the server closed normally (see streamEvents) is follow.ErrEnded when it
+// carried session.status_terminated (nothing comes after it, and a stream
+// closes only once it sent everything it read); else ended decides: the
+// session may have ended with no such event on this stream, or the server
+// closed it at its shutdown (EUNAVAILABLE, and the loop reconnects).
 func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID string, f *follow.Feed[trove.SessionEvent]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -178,6 +185,7 @@ func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID stri
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	var id, event string
 	var data []byte
+	terminated := false // the stream carried session.status_terminated
 	for sc.Scan() {
 		line := sc.Text()
 		if line != "" {
@@ -208,6 +216,9 @@ func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID stri
 			if perr != nil {
 				return trove.Errorf(trove.EINTERNAL, "the server sent an event id that is not a sequence number: %q", id)
 			}
+			if event == trove.EventSessionStatusTerminated {
+				terminated = true // even one delivered before, not delivered again
+			}
 			if seq > f.After() { // what was delivered is not even decoded
 				var m map[string]json.RawMessage
 				if err := json.Unmarshal(data, &m); err != nil {
@@ -224,6 +235,44 @@ func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID stri
 	}
 	if err := sc.Err(); err != nil {
 		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the event stream broke", Err: err}
+	}
+	if terminated {
+		return follow.ErrEnded
+	}
+	return c.ended(ctx, sessionID, f.After())
+}
+
+// ended tells why the server closed a session's event stream normally
+// without session.status_terminated on it: follow.ErrEnded when the
+// session has ended (an agent-less session's end appends no event, and a
+// stream opened after a managed session's end may start past it) and
+// holds no event after Seq after (below 0: none is owed); else a
+// retryable EUNAVAILABLE, so that the loop reconnects after after: the
+// server closed the stream at its shutdown, or the session ended after
+// that with events the stream did not carry. GetSession's own error
+// passes through (ENOTFOUND: the session is gone).
+func (c *Client) ended(ctx context.Context, sessionID string, after int64) error {
+	se, err := c.GetSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if se.Status != trove.SessionTerminated && se.EndedAt == nil {
+		return trove.Errorf(trove.EUNAVAILABLE, "the server closed the event stream while the session is %s", se.Status)
+	}
+	if after < 0 {
+		return follow.ErrEnded
+	}
+	// The session has ended, so its transcript is closed: an event after
+	// after now is one the stream did not carry.
+	q := url.Values{"after_seq": {strconv.FormatInt(after, 10)}, "limit": {"1"}}
+	var out struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/trove/v1/sessions/"+url.PathEscape(sessionID)+"/events", q, nil, &out); err != nil {
+		return err
+	}
+	if len(out.Data) > 0 {
+		return trove.Errorf(trove.EUNAVAILABLE, "the server closed the event stream before the ended session's last events")
 	}
 	return follow.ErrEnded
 }

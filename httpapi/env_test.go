@@ -88,6 +88,7 @@ type testEnv struct {
 	mu     sync.Mutex
 	counts map[string]int // "METHOD /path" → requests seen
 	hc     *http.Client   // h2c's client (nil: http.DefaultClient)
+	stop   func()         // shuts the server down (Shutdown, as trove serve does); once, also at cleanup
 }
 
 type envOption func(*httpapi.Config)
@@ -182,7 +183,7 @@ func serveOn(t *testing.T, tr transport, db storage.Driver, opts ...envOption) *
 		e.counts[method+" "+path]++
 		e.mu.Unlock()
 	})
-	e.url = url
+	e.url, e.stop = url, sync.OnceFunc(stop)
 	if tr == h2c {
 		e.hc = h2cClient(t)
 	}
@@ -190,7 +191,7 @@ func serveOn(t *testing.T, tr transport, db storage.Driver, opts ...envOption) *
 		if e.hc != nil {
 			e.hc.CloseIdleConnections()
 		}
-		stop()
+		e.stop()
 		db.Close()
 	})
 	return e
