@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -61,6 +62,23 @@ func (c *Client) ListEvents(ctx context.Context, sessionID string, p trove.ListE
 	}
 	if p.Cursor != "" {
 		q.Set("page", p.Cursor)
+	}
+	if p.AfterSeq != 0 {
+		q.Set("after_seq", strconv.FormatInt(p.AfterSeq, 10))
+	}
+	if p.Order != "" {
+		q.Set("order", p.Order)
+	}
+	if len(p.Types) > 0 {
+		q["types[]"] = p.Types
+	}
+	for _, b := range []struct {
+		name string
+		t    *time.Time
+	}{{"created_at[gte]", p.CreatedAt.GTE}, {"created_at[lte]", p.CreatedAt.LTE}, {"created_at[gt]", p.CreatedAfter}, {"created_at[lt]", p.CreatedBefore}} {
+		if b.t != nil {
+			q.Set(b.name, b.t.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	var out struct {
 		Data     []map[string]json.RawMessage `json:"data"`

@@ -71,11 +71,10 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	q := queryOf(w, r)
-	limit, err := queryLimit(q)
+	p, err := eventListQuery(q, "after_seq")
 	if err != nil {
 		return err
 	}
-	p := trove.ListEventsParams{Limit: limit, Cursor: q.Get("page"), Order: q.Get("order")}
 	if p.AfterSeq, err = parseSeq("after_seq", q.Get("after_seq")); err != nil {
 		return err
 	}

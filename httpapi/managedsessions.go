@@ -386,6 +386,30 @@ func queryTime(q url.Values, name string) (*time.Time, error) {
 	return &t, nil
 }
 
+// eventListQuery reads a transcript listing's query (limit, page, order,
+// types[], created_at[…]) and, with more, the other parameters it allows
+// (Trove's own listing adds after_seq).
+func eventListQuery(q url.Values, more ...string) (trove.ListEventsParams, error) {
+	allowed := append([]string{"limit", "page", "order", "types[]", "types", "created_at[gte]", "created_at[gt]", "created_at[lte]", "created_at[lt]"}, more...)
+	if err := checkQuery(q, allowed...); err != nil {
+		return trove.ListEventsParams{}, err
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		return trove.ListEventsParams{}, err
+	}
+	p := trove.ListEventsParams{Limit: limit, Cursor: q.Get("page"), Order: q.Get("order")}
+	for _, v := range append(q["types[]"], q["types"]...) {
+		for t := range strings.SplitSeq(v, ",") {
+			p.Types = append(p.Types, t)
+		}
+	}
+	if p.CreatedAt, p.CreatedAfter, p.CreatedBefore, err = createdAtBounds(q); err != nil {
+		return trove.ListEventsParams{}, err
+	}
+	return p, nil
+}
+
 // createdAtBounds reads created_at[gte|gt|lte|lt].
 func createdAtBounds(q url.Values) (tr trove.TimeRange, after, before *time.Time, err error) {
 	if tr.GTE, err = queryTime(q, "created_at[gte]"); err != nil {
@@ -714,25 +738,13 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listManagedEvents(w http.ResponseWriter, r *http.Request) error {
 	q := queryOf(w, r)
-	if err := checkQuery(q, "limit", "page", "order", "types[]", "types", "created_at[gte]", "created_at[gt]", "created_at[lte]", "created_at[lt]"); err != nil {
-		return err
-	}
-	limit, err := queryLimit(q)
+	p, err := eventListQuery(q)
 	if err != nil {
 		return err
 	}
 	// The SDK's reconciling reader asks for 1,000 events a page: served as
 	// pages of the largest size instead of refused.
-	limit = min(limit, maxEventPage)
-	p := trove.ListEventsParams{Limit: limit, Cursor: q.Get("page"), Order: q.Get("order")}
-	for _, v := range append(q["types[]"], q["types"]...) {
-		for t := range strings.SplitSeq(v, ",") {
-			p.Types = append(p.Types, t)
-		}
-	}
-	if p.CreatedAt, p.CreatedAfter, p.CreatedBefore, err = createdAtBounds(q); err != nil {
-		return err
-	}
+	p.Limit = min(p.Limit, maxEventPage)
 	page, err := s.events.ListEvents(r.Context(), r.PathValue("session_id"), p)
 	if err != nil {
 		return err
