@@ -61,33 +61,100 @@ func (s *Service) CreateKey(ctx context.Context, workspaceID, name string) (*tro
 	if err := checkOperator(ctx, workspaceID); err != nil {
 		return nil, "", err
 	}
-	if strings.TrimSpace(workspaceID) == "" || !utf8.ValidString(workspaceID) || len(workspaceID) > 255 {
-		return nil, "", trove.Errorf(trove.EINVALID, "workspace ID must be 1 to 255 bytes of text")
-	}
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxKeyNameChars || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return nil, "", trove.Errorf(trove.EINVALID, "key name must be at most %d characters with no control characters", maxKeyNameChars)
+	if err := checkKey(workspaceID, name); err != nil {
+		return nil, "", err
 	}
 	secret := newSecret(APIKeyPrefix)
 	var out *trove.APIKey
 	err := s.write(ctx, "CreateKey", func(tx storage.Tx) error {
-		now := s.now()
-		k := &trove.APIKey{
-			ID:          trove.NewID(trove.PrefixAPIKey, now),
-			WorkspaceID: workspaceID,
-			Name:        name,
-			Hint:        secret[len(secret)-hintChars:],
-			CreatedAt:   now,
-		}
-		if err := tx.KeyInsert(ctx, k, hashSecret(secret)); err != nil {
-			return err
-		}
+		k, err := s.insertKey(ctx, tx, workspaceID, name, secret)
 		out = k
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, "", err
 	}
 	return out, secret, nil
+}
+
+// EnsureFirstKey creates the database's first API key: when there is no
+// key at all (revoked ones count as keys), it creates one for workspaceID
+// named name, as CreateKey does, and returns it with its secret and created
+// true. Otherwise it creates nothing and returns the oldest key, "" and
+// false. The check and the insert are one Write under Tx.KeysLock, so
+// however many calls run at once, on however many nodes over one database,
+// exactly one of them creates the key and every other one returns that key.
+// (It does not wait for CreateKey: a key CreateKey adds meanwhile is one
+// more key.)
+//
+// It is an operator function with CreateKey's rules and errors: a session
+// principal gets EFORBIDDEN, an API-key principal of another workspace
+// EFORBIDDEN, and for an API-key principal of workspaceID only its
+// workspace's keys count (its own is one, so it gets that workspace's
+// oldest key back). EINVALID as CreateKey, whether or not a key exists.
+func (s *Service) EnsureFirstKey(ctx context.Context, workspaceID, name string) (key *trove.APIKey, secret string, created bool, err error) {
+	if err := checkOperator(ctx, workspaceID); err != nil {
+		return nil, "", false, err
+	}
+	if err := checkKey(workspaceID, name); err != nil {
+		return nil, "", false, err
+	}
+	scope := ""
+	if p := trove.PrincipalFrom(ctx); p != nil {
+		scope = p.WorkspaceID
+	}
+	secret = newSecret(APIKeyPrefix)
+	err = s.write(ctx, "EnsureFirstKey", func(tx storage.Tx) error {
+		key, created = nil, false
+		if err := tx.KeysLock(ctx); err != nil {
+			return err
+		}
+		ks, err := tx.KeyList(ctx, scope)
+		if err != nil {
+			return err
+		}
+		if len(ks) > 0 {
+			key = &ks[0]
+			return nil
+		}
+		key, err = s.insertKey(ctx, tx, workspaceID, name, secret)
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return nil, "", false, err
+	}
+	if !created {
+		secret = ""
+	}
+	return key, secret, created, nil
+}
+
+// checkKey checks a new key's workspace ID and name (EINVALID).
+func checkKey(workspaceID, name string) error {
+	if strings.TrimSpace(workspaceID) == "" || !utf8.ValidString(workspaceID) || len(workspaceID) > 255 {
+		return trove.Errorf(trove.EINVALID, "workspace ID must be 1 to 255 bytes of text")
+	}
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxKeyNameChars || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return trove.Errorf(trove.EINVALID, "key name must be at most %d characters with no control characters", maxKeyNameChars)
+	}
+	return nil
+}
+
+// insertKey inserts, in tx, a key of workspaceID named name with secret.
+func (s *Service) insertKey(ctx context.Context, tx storage.Tx, workspaceID, name, secret string) (*trove.APIKey, error) {
+	now := s.now()
+	k := &trove.APIKey{
+		ID:          trove.NewID(trove.PrefixAPIKey, now),
+		WorkspaceID: workspaceID,
+		Name:        name,
+		Hint:        secret[len(secret)-hintChars:],
+		CreatedAt:   now,
+	}
+	if err := tx.KeyInsert(ctx, k, hashSecret(secret)); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // ListKeys lists the API keys of workspaceID (all workspaces when it is ""),

@@ -15,3 +15,17 @@ func TestCoreMemDriver(t *testing.T) {
 	t.Parallel()
 	coretest.Run(t, func(t *testing.T) storage.Driver { return newMemDriver() })
 }
+
+// TestNodesMemDriver runs the multi-node suite with every node on the one
+// in-memory driver (whose Writes run one at a time).
+func TestNodesMemDriver(t *testing.T) {
+	t.Parallel()
+	coretest.RunNodes(t, coretest.Nodes{Open: func(t *testing.T, n int) []storage.Driver {
+		d := newMemDriver()
+		ds := make([]storage.Driver, n)
+		for i := range ds {
+			ds[i] = d
+		}
+		return ds
+	}})
+}

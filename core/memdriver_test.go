@@ -440,6 +440,9 @@ func (t *memTx) KeyRevoke(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
+// KeysLock has nothing to do: a Write holds the driver's lock throughout.
+func (t *memTx) KeysLock(ctx context.Context) error { return nil }
+
 // memCloneSession copies s deeply (the managed part, metadata, stores).
 func memCloneSession(s trove.Session) trove.Session {
 	s.Stores = slices.Clone(s.Stores)

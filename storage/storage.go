@@ -178,6 +178,14 @@ type Tx interface {
 	KeyList(ctx context.Context, workspaceID string) ([]trove.APIKey, error)
 	// KeyRevoke sets revoked_at; ENOTFOUND for an unknown key.
 	KeyRevoke(ctx context.Context, id string, at time.Time) error
+	// KeysLock serializes every other KeysLock of the database, on any node,
+	// until this transaction ends, and is meant for Writes. Core takes it
+	// before deciding from KeyList that no key exists (EnsureFirstKey), so
+	// that the check and the insert after it cannot both pass in two
+	// transactions: the next holder's KeyList sees the previous holder's
+	// committed key. A driver whose Writes already run one at a time (a
+	// single writer) only checks that the transaction is still usable.
+	KeysLock(ctx context.Context) error
 
 	// SessionInsert stores a session, its attached stores, and the SHA-256 of
 	// its credential.

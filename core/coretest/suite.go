@@ -35,6 +35,7 @@ var tests = []struct {
 	{"Auth", testAuth},
 	{"NoPrincipal", testNoPrincipal},
 	{"WorkspaceIsolation", testWorkspaceIsolation},
+	{"EnsureFirstKey", testEnsureFirstKey},
 	// Stores (stores.go)
 	{"StoreValidation", testStoreValidation},
 	{"StoreLifecycle", testStoreLifecycle},

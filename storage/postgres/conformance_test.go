@@ -35,6 +35,21 @@ func TestAgentsConformance(t *testing.T) {
 	coretest.RunAgents(t, openConformance)
 }
 
+// TestNodesConformance runs core's multi-node suite over several drivers,
+// each with its own pool, on one schema, as several nodes would have.
+func TestNodesConformance(t *testing.T) {
+	t.Parallel()
+	url := testURL(t)
+	coretest.RunNodes(t, coretest.Nodes{ConcurrentWrites: true, Open: func(t *testing.T, n int) []storage.Driver {
+		schema := newSchema(t)
+		ds := make([]storage.Driver, n)
+		for i := range ds {
+			ds[i] = openDBOn(t, url, schema, postgres.Options{MaxConns: 2})
+		}
+		return ds
+	}})
+}
+
 // TestSearchReopen: the conformance suite's crash check, with the indexer
 // off so that the writes are still queued when the driver closes (searches
 // then compute their vectors from the rows).

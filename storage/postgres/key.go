@@ -66,3 +66,19 @@ func (t *tx) KeyRevoke(ctx context.Context, id string, at time.Time) error {
 	}
 	return nil
 }
+
+// keysLockKey is the first key of KeysLock's advisory lock (any fixed
+// number other than migrateLockKey); the second is a hash of the current
+// schema, so that separate schemas of one database, which are separate
+// Troves, do not wait for each other.
+const keysLockKey = 0x746b // "tk"
+
+// KeysLock takes a transaction-scoped advisory lock. Write runs at READ
+// COMMITTED, where a row lock cannot keep out a row that does not exist yet
+// (the first key); the advisory lock is held until COMMIT, after the
+// holder's rows are visible, so every later statement of the next holder
+// sees them. It waits at most the connection's lock_timeout.
+func (t *tx) KeysLock(ctx context.Context) error {
+	_, err := t.exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))", keysLockKey)
+	return translate(err)
+}

@@ -61,6 +61,29 @@ func TestAgentsConformance(t *testing.T) {
 	coretest.RunAgents(t, func(t *testing.T) storage.Driver { return openTest(t) })
 }
 
+// TestNodesConformance runs core's multi-node suite over several drivers
+// opened on one file, as several processes would open it.
+func TestNodesConformance(t *testing.T) {
+	t.Parallel()
+	coretest.RunNodes(t, coretest.Nodes{Open: func(t *testing.T, n int) []storage.Driver {
+		path := sqlitetest.Path(t)
+		ds := make([]storage.Driver, n)
+		for i := range ds {
+			db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() {
+				if err := db.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			ds[i] = db
+		}
+		return ds
+	}})
+}
+
 func TestMigrateOnDemand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

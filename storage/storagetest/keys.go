@@ -3,6 +3,7 @@ package storagetest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,4 +81,79 @@ func testKeys(t *testing.T, d storage.Driver) {
 		}
 		return nil
 	})
+}
+
+// testKeysLock: concurrent Writes that each insert a key only when KeyList
+// finds none, after KeysLock, insert exactly one, and every other one sees
+// it. The writers start together and read the keys a few more times between
+// the check and the insert, so that without the lock (on a driver whose
+// Writes run at the same time) several would pass the check.
+func testKeysLock(t *testing.T, d storage.Driver) {
+	ctx := context.Background()
+	const writers = 8
+	type result struct {
+		inserted bool
+		seen     string // the key found, when not inserted
+		err      error
+	}
+	results := make([]result, writers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			k := &trove.APIKey{ID: trove.NewID(trove.PrefixAPIKey, secs(w)), WorkspaceID: "wrkspc_a", Name: fmt.Sprintf("writer %d", w),
+				Hint: fmt.Sprintf("%04d", w), CreatedAt: secs(w)}
+			var r result
+			r.err = d.Write(ctx, func(tx storage.Tx) error {
+				r = result{}
+				if err := tx.KeysLock(ctx); err != nil {
+					return err
+				}
+				for range 3 {
+					ks, err := tx.KeyList(ctx, "")
+					if err != nil {
+						return err
+					}
+					if len(ks) > 0 {
+						r.seen = ks[0].ID
+						return nil
+					}
+				}
+				r.inserted = true
+				return tx.KeyInsert(ctx, k, hash("secret "+k.ID))
+			})
+			results[w] = r
+		}()
+	}
+	close(start)
+	wg.Wait()
+	var inserted []int
+	for w, r := range results {
+		if r.err != nil {
+			t.Errorf("writer %d: %v", w, r.err)
+		}
+		if r.inserted {
+			inserted = append(inserted, w)
+		}
+	}
+	if len(inserted) != 1 {
+		t.Fatalf("writers %v inserted a key; want exactly one", inserted)
+	}
+	var keys []trove.APIKey
+	read(t, d, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		keys, err = tx.KeyList(ctx, "")
+		return err
+	})
+	if len(keys) != 1 {
+		t.Fatalf("KeyList = %d keys, want 1", len(keys))
+	}
+	for w, r := range results {
+		if !r.inserted && r.seen != keys[0].ID {
+			t.Errorf("writer %d saw key %q, want %s", w, r.seen, keys[0].ID)
+		}
+	}
 }

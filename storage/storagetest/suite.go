@@ -50,6 +50,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"MemoryInsertBatch", testMemoryInsertBatch},
 		{"StoreStats", testStoreStats},
 		{"Keys", testKeys},
+		{"KeysLock", testKeysLock},
 		{"Sessions", testSessions},
 		{"Events", testEvents},
 		{"ManagedSessions", testManagedSessions},

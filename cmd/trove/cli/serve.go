@@ -588,17 +588,15 @@ func isLoopback(a net.Addr) bool {
 
 // ensureFirstKey creates an API key in the default workspace when the
 // database has none, prints it once and saves it to <data>/api_key (0600).
+// Of several nodes starting together on one empty database exactly one
+// creates it (core's EnsureFirstKey); the others print nothing about a key.
 func ensureFirstKey(ctx context.Context, e *env, b *backend, data string) error {
-	keys, err := b.svc.ListKeys(ctx, "")
-	if err != nil {
-		return fmt.Errorf("listing API keys: %w", err)
-	}
-	if len(keys) > 0 {
-		return nil
-	}
-	k, secret, err := b.svc.CreateKey(ctx, defaultWorkspace, "default")
+	k, secret, created, err := b.svc.EnsureFirstKey(ctx, defaultWorkspace, "default")
 	if err != nil {
 		return fmt.Errorf("creating the first API key: %w", err)
+	}
+	if !created {
+		return nil
 	}
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)

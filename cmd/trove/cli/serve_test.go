@@ -95,6 +95,20 @@ type server struct {
 // listening line.
 func startServe(t *testing.T, args ...string) *server {
 	t.Helper()
+	return launchServe(t, args...).await(t)
+}
+
+// launching is a `trove serve` started in-process whose listening line is
+// not read yet.
+type launching struct {
+	s  *server
+	pr *io.PipeReader
+}
+
+// launchServe starts `trove serve` in-process on 127.0.0.1:0 and returns
+// at once; await waits for its listening line.
+func launchServe(t *testing.T, args ...string) launching {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	s := &server{cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
@@ -102,7 +116,16 @@ func startServe(t *testing.T, args ...string) *server {
 		s.done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), strings.NewReader(""), pw, s.stderr)
 		pw.Close()
 	}()
-	sc := bufio.NewScanner(pr)
+	t.Cleanup(func() { s.stop(t) })
+	return launching{s, pr}
+}
+
+// await reads the server's output up to its listening line (which it must
+// print) and keeps draining the rest.
+func (l launching) await(t *testing.T) *server {
+	t.Helper()
+	s := l.s
+	sc := bufio.NewScanner(l.pr)
 	var out strings.Builder
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
@@ -112,12 +135,11 @@ func startServe(t *testing.T, args ...string) *server {
 		}
 	}
 	if s.url == "" {
-		cancel()
+		s.cancel()
 		t.Fatalf("serve did not print its address; stdout:\n%s\nstderr:\n%s", out.String(), s.stderr)
 	}
-	go io.Copy(io.Discard, pr)
+	go io.Copy(io.Discard, l.pr)
 	s.stdout = out.String()
-	t.Cleanup(func() { s.stop(t) })
 	return s
 }
 
@@ -369,6 +391,53 @@ func TestServePostgres(t *testing.T) {
 	got, err := c.Beta.MemoryStores.Memories.Get(ctx, m.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID})
 	if err != nil || got.Content != "pg" {
 		t.Fatalf("Get on PostgreSQL = %v, %v", got, err)
+	}
+}
+
+// TestServePostgresFirstRunOneKey: nodes starting together on one empty
+// PostgreSQL database make one first API key between them; the node that
+// made it prints and saves it, the others print nothing about a key, and
+// it works on every node.
+func TestServePostgresFirstRunOneKey(t *testing.T) {
+	t.Parallel()
+	url := pgtest.SchemaURL(t)
+	const nodes = 3
+	data := make([]string, nodes)
+	ls := make([]launching, nodes)
+	for i := range ls {
+		data[i] = t.TempDir()
+		ls[i] = launchServe(t, "--database", url, "--data", data[i])
+	}
+	var creators []int
+	var key string
+	servers := make([]*server, nodes)
+	for i, l := range ls {
+		servers[i] = l.await(t)
+		b, err := os.ReadFile(filepath.Join(data[i], "api_key"))
+		saved := err == nil
+		if printed := strings.Contains(servers[i].stdout, "API key"); printed != saved {
+			t.Errorf("node %d: printed a key %v, saved one %v (%v); stdout:\n%s", i, printed, saved, err, servers[i].stdout)
+		}
+		if saved {
+			creators = append(creators, i)
+			key = strings.TrimSpace(string(b))
+			if want := "trove: created API key "; !strings.Contains(servers[i].stdout, want) || !strings.Contains(servers[i].stdout, "\n"+key+"\n") {
+				t.Errorf("node %d saved %q but printed:\n%s", i, key, servers[i].stdout)
+			}
+		}
+	}
+	if len(creators) != 1 {
+		t.Fatalf("nodes %v made a first key; want exactly one", creators)
+	}
+	for i, s := range servers {
+		c := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key))
+		if _, err := c.Beta.MemoryStores.List(context.Background(), anthropic.BetaMemoryStoreListParams{}); err != nil {
+			t.Errorf("node %d with the first key: %v", i, err)
+		}
+	}
+	code, out, errOut := runTrove(t, "keys", "list", "--database", url)
+	if code != 0 || strings.Count(out, "apikey_") != 1 {
+		t.Errorf("keys list = %d: %s%s; want one key", code, out, errOut)
 	}
 }
 
