@@ -264,14 +264,11 @@ func (c *Client) ended(ctx context.Context, sessionID string, after int64) error
 	}
 	// The session has ended, so its transcript is closed: an event after
 	// after now is one the stream did not carry.
-	q := url.Values{"after_seq": {strconv.FormatInt(after, 10)}, "limit": {"1"}}
-	var out struct {
-		Data []json.RawMessage `json:"data"`
-	}
-	if _, err := c.do(ctx, http.MethodGet, "/trove/v1/sessions/"+url.PathEscape(sessionID)+"/events", q, nil, &out); err != nil {
+	more, err := c.ListEvents(ctx, sessionID, trove.ListEventsParams{AfterSeq: after, Limit: 1})
+	if err != nil {
 		return err
 	}
-	if len(out.Data) > 0 {
+	if len(more.Data) > 0 {
 		return trove.Errorf(trove.EUNAVAILABLE, "the server closed the event stream before the ended session's last events")
 	}
 	return follow.ErrEnded
