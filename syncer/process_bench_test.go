@@ -34,8 +34,8 @@ import (
 //
 // With SYNCER_BENCH_BASELINE_BIN set to another trove binary (an older
 // build, to compare), each operation also times that binary's download
-// (base-ms/op, base-x-sdk). The three runs of an operation rotate their
-// order.
+// (base-ms/op, base-x-sdk, base-worst-x-sdk, base-user-ms/op,
+// base-sys-ms/op). The three runs of an operation rotate their order.
 //
 // With SYNCER_BENCH_STRACE=1 and strace installed, one more download, not
 // timed, runs under `strace -f -c` and its syncfs, fsync (+ fdatasync)
@@ -53,8 +53,8 @@ func BenchmarkSyncProcessVsSDK(b *testing.B) {
 	s := newSDKBench(b, n)
 	b.Run(fmt.Sprintf("download/n=%d", n), func(b *testing.B) {
 		base := os.Getenv("SYNCER_BENCH_BASELINE_BIN")
-		var tr, sd, bt, user, sys time.Duration
-		worst := 0.0
+		var tr, sd, bt, user, sys, buser, bsys time.Duration
+		worst, bworst := 0.0, 0.0
 		op := 0
 		for b.Loop() {
 			op++
@@ -75,7 +75,8 @@ func BenchmarkSyncProcessVsSDK(b *testing.B) {
 			var b1 time.Duration
 			runBase := func() {
 				if base != "" {
-					b1 = s.troveProcess(b, base, "", n).wall
+					r := s.troveProcess(b, base, "", n)
+					b1, buser, bsys = r.wall, buser+r.user, bsys+r.sys
 				}
 			}
 			runs := []func(){runTrove, runSDK, runBase}
@@ -84,6 +85,7 @@ func BenchmarkSyncProcessVsSDK(b *testing.B) {
 			}
 			tr, sd, bt = tr+t1, sd+s1, bt+b1
 			worst = max(worst, t1.Seconds()/s1.Seconds())
+			bworst = max(bworst, b1.Seconds()/s1.Seconds())
 			b.Logf("op %d: trove sync --once %d ms, SDK Download %d ms (x %.2f); baseline binary %d ms", op, t1.Milliseconds(), s1.Milliseconds(), t1.Seconds()/s1.Seconds(), b1.Milliseconds())
 		}
 		b.ReportMetric(float64(tr.Milliseconds())/float64(b.N), "trove-ms/op")
@@ -93,6 +95,9 @@ func BenchmarkSyncProcessVsSDK(b *testing.B) {
 		if base != "" {
 			b.ReportMetric(float64(bt.Milliseconds())/float64(b.N), "base-ms/op")
 			b.ReportMetric(bt.Seconds()/sd.Seconds(), "base-x-sdk")
+			b.ReportMetric(bworst, "base-worst-x-sdk")
+			b.ReportMetric(float64(buser.Milliseconds())/float64(b.N), "base-user-ms/op")
+			b.ReportMetric(float64(bsys.Milliseconds())/float64(b.N), "base-sys-ms/op")
 		}
 		b.ReportMetric(float64(user.Milliseconds())/float64(b.N), "trove-user-ms/op")
 		b.ReportMetric(float64(sys.Milliseconds())/float64(b.N), "trove-sys-ms/op")
