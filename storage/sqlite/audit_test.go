@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"testing"
 
 	"github.com/trovehq/trove/core/coretest"
@@ -13,13 +14,18 @@ import (
 // TestAuditDetectsTampering alters version rows in the SQLite file through
 // a connection of its own, as anyone with the file could, and checks that
 // `audit verify` (core.VerifyStore) names the version where the chain
-// breaks.
+// breaks. The connection waits for the driver's write lock, as a forger's
+// would.
 func TestAuditDetectsTampering(t *testing.T) {
 	t.Parallel()
 	coretest.Tamper(t, func(t *testing.T) storage.Driver { return openTest(t) },
 		func(t *testing.T, d storage.Driver, query string, args ...any) {
 			t.Helper()
-			raw, err := sql.Open("sqlite", d.(*sqlite.DB).Path())
+			// busy_timeout: the driver's committer may hold the write lock
+			// (it indexes the search queue when idle), and without a wait
+			// this connection's UPDATE fails with SQLITE_BUSY.
+			u := url.URL{Scheme: "file", Path: d.(*sqlite.DB).Path(), RawQuery: "_pragma=busy_timeout(10000)"}
+			raw, err := sql.Open("sqlite", u.String())
 			if err != nil {
 				t.Fatal(err)
 			}
