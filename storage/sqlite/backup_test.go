@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -45,7 +46,8 @@ func TestBackupCoversEverySchemaObject(t *testing.T) {
 // rawExec runs a statement on the database file outside the driver.
 func rawExec(t *testing.T, path, stmt string) {
 	t.Helper()
-	raw, err := sql.Open("sqlite", path)
+	// The busy timeout: the driver's committer may hold the write lock.
+	raw, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: path, RawQuery: "_pragma=busy_timeout(10000)"}).String())
 	if err != nil {
 		t.Fatal(err)
 	}

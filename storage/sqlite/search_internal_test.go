@@ -137,7 +137,8 @@ func TestSearchSurvivesVacuum(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := sql.Open("sqlite", dsn(db.Path(), writerParams))
+	busy := fmt.Sprintf("_busy_timeout=%d", DefaultBusyTimeout.Milliseconds())
+	raw, err := sql.Open("sqlite", dsn(db.Path(), append([]string{busy}, writerParams...)))
 	if err != nil {
 		t.Fatal(err)
 	}
