@@ -136,30 +136,38 @@ func buildDeployment(t *testing.T, d storage.Driver, seed uint64) built {
 		return b.String()
 	}
 	var stores []*trove.Store
+	kinds := map[string]int{} // operations done, by kind
 	for i := range 3 {
 		st, err := svc.CreateStore(pctx, trove.CreateStoreParams{Name: fmt.Sprintf("store-%d", i), Description: "random history", Metadata: map[string]string{"i": fmt.Sprint(i)}})
 		must(err)
 		stores = append(stores, st)
 		var live []*trove.Memory
-		for op := range 60 {
+		// 40 random operations a store: every kind below happens (checked
+		// after the loop), and the crawl of the result, which reads every
+		// store as of every seq, stays a few thousand requests.
+		for op := range 40 {
 			switch n := r.IntN(10); {
 			case len(live) == 0 || n < 4:
+				kinds["create"]++
 				m, err := svc.CreateMemory(pctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/d%d/m%03d.md", r.IntN(3), op), Content: text()})
 				must(err)
 				live = append(live, m)
 			case n < 7:
+				kinds["update"]++
 				j := r.IntN(len(live))
 				c := text()
 				m, err := svc.UpdateMemory(pctx, st.ID, live[j].ID, trove.UpdateMemoryParams{Content: &c})
 				must(err)
 				live[j] = m
 			case n < 8:
+				kinds["move"]++
 				j := r.IntN(len(live))
 				p := fmt.Sprintf("/moved/m%03d.md", op)
 				m, err := svc.UpdateMemory(pctx, st.ID, live[j].ID, trove.UpdateMemoryParams{Path: &p})
 				must(err)
 				live[j] = m
 			case n < 9:
+				kinds["delete"]++
 				j := r.IntN(len(live))
 				must(svc.DeleteMemory(pctx, st.ID, live[j].ID, ""))
 				live = append(live[:j], live[j+1:]...)
@@ -168,11 +176,17 @@ func buildDeployment(t *testing.T, d storage.Driver, seed uint64) built {
 				must(err)
 				if v := vs.Data[r.IntN(len(vs.Data))]; v.RedactedAt == nil && v.Operation != trove.OpDeleted {
 					if !isCurrent(live, v.ID) {
+						kinds["redact"]++
 						_, err := svc.RedactVersion(pctx, st.ID, v.ID)
 						must(err)
 					}
 				}
 			}
+		}
+	}
+	for _, k := range []string{"create", "update", "move", "delete", "redact"} {
+		if kinds[k] == 0 {
+			t.Fatalf("the random histories (seed %d) have no %s: %v", seed, k, kinds)
 		}
 	}
 	_, err = svc.ForkStore(pctx, stores[0].ID, trove.ForkStoreParams{Name: "fork", AsOf: trove.Moment{Seq: 20}})
