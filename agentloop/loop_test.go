@@ -3,11 +3,12 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -37,7 +38,7 @@ func newEnv(t *testing.T, turns ...claudetest.Turn) *env {
 // newEnvWith is newEnv with the runner's Config changed by config first.
 func newEnvWith(t *testing.T, config func(*agentloop.Config), turns ...claudetest.Turn) *env {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

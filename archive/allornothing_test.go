@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
+
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/archive"
 	"github.com/trovehq/trove/core"
@@ -21,7 +23,7 @@ import (
 func newLimitedServer(t *testing.T, lim trove.Limits) *server {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(ctx, sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}

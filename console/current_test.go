@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/console"
@@ -48,7 +49,7 @@ type currentEnv struct {
 
 func newCurrentEnv(t *testing.T) *currentEnv {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

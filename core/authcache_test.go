@@ -2,10 +2,11 @@ package core_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -35,7 +36,7 @@ func (c *fakeClock) Add(d time.Duration) {
 // here has the auth cache, there has none. Both use clk.
 func twoServices(t *testing.T, ttl time.Duration, clk *fakeClock) (here, there *core.Service) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "trove.db")
+	path := sqlitetest.Path(t)
 	open := func() *sqlite.DB {
 		db, err := sqlite.Open(context.Background(), path, sqlite.Options{AutoMigrate: true})
 		if err != nil {
@@ -168,7 +169,7 @@ func TestAuthCacheRevocation(t *testing.T) {
 	t.Run("no cache", func(t *testing.T) {
 		clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		// here without a cache: a revocation elsewhere is seen at once.
-		path := filepath.Join(t.TempDir(), "trove.db")
+		path := sqlitetest.Path(t)
 		var svcs []*core.Service
 		for range 2 {
 			db, err := sqlite.Open(ctx, path, sqlite.Options{AutoMigrate: true})

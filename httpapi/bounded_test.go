@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -40,7 +41,7 @@ func allocsOf(t *testing.T, h http.Handler, req *http.Request) (uint64, *httptes
 func TestDiffMemoryBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
+	db, err := sqlite.Open(ctx, sqlitetest.Path(t), sqlite.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

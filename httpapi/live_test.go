@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/core"
@@ -60,7 +61,7 @@ func TestLiveRequestsEndWithTheirCredential(t *testing.T) {
 		for _, how := range []string{"session ended", "key revoked by another process"} {
 			t.Run(form+"/"+how, func(t *testing.T) {
 				t.Parallel()
-				path := filepath.Join(t.TempDir(), "trove.db")
+				path := sqlitetest.Path(t)
 				db, err := sqlite.Open(context.Background(), path, sqlite.Options{AutoMigrate: true})
 				if err != nil {
 					t.Fatal(err)
