@@ -195,7 +195,9 @@ func open(t *testing.T, drv, name string) (storage.Driver, func() int64, func())
 	case "postgres":
 		url := pgtest.SchemaURL(t)
 		if kept() != "" {
-			url = keptSchema(t, strings.Replace(name, "scale-", "scale_keep_", 1), *reuse != "")
+			// scale-1 → scale_keep_1, scale-0.5-quick → scale_keep_0_5_quick:
+			// an identifier that needs no quoting.
+			url = keptSchema(t, strings.NewReplacer("scale-", "scale_keep_", "-", "_", ".", "_").Replace(name), *reuse != "")
 		}
 		// Longer bounds than a server's defaults (30 s a call, 5 s idle in
 		// a transaction): on the shared machine under a load of 30 a build
