@@ -2,6 +2,7 @@ package scale_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -37,7 +38,9 @@ var (
 	drivers = flag.String("drivers", "sqlite,postgres", "drivers to measure")
 	iters   = flag.Int("iters", 200, "calls measured per call kind (each after 10 unmeasured)")
 	report  = flag.String("report", "", "write the markdown tables here")
-	keep    = flag.String("keep", "", "keep the databases for inspection (EXPLAIN): SQLite's as DIR/scale-<pct>.db, PostgreSQL's as schema scale_keep_<pct> (both replaced if they exist)")
+	keep    = flag.String("keep", "", "keep the databases for inspection (EXPLAIN) and -reuse: SQLite's as DIR/scale-<pct>.db, PostgreSQL's as schema scale_keep_<pct> (both replaced if they exist), and what was built as DIR/scale-<pct>-<driver>.json")
+	reuse   = flag.String("reuse", "", "measure the databases an earlier run kept with -keep DIR instead of building them (the same -scales and -drivers)")
+	only    = flag.String("calls", "", "comma-separated keys of the calls to measure (empty: all); see the key of each call in measureRun, e.g. get,list0")
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -45,7 +48,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // result is one call kind's figures at one scale.
 type result struct {
 	p50, p99, cpu time.Duration
-	failed        error // the call failed: no figures
+	reads         float64 // read system calls per call (SQLite reads a page it neither caches nor maps with one pread); -1 where /proc/self/io is missing
+	disk          float64 // bytes per call the reads fetched from the disk rather than the OS's cache
+	failed        error   // the call failed: no figures
 }
 
 // run is one driver at one scale.
@@ -56,17 +61,38 @@ type run struct {
 	size   int64
 	calls  map[string]result
 	order  []string
+	name   string // the kept database's name: scale-<pct>, with -quick for the quick check
+	rss    string // the process's resident memory after the calls (Linux)
+}
+
+// kept is the directory of the kept databases: -keep's or -reuse's ("" for
+// neither).
+func kept() string { return *keep + *reuse }
+
+// workspaceFile is where -keep writes what a build made and -reuse reads
+// it back.
+func (r *run) workspaceFile() string {
+	return filepath.Join(kept(), r.name+"-"+r.driver+".json")
 }
 
 // TestScale builds the workspace at each -scales percentage on each
 // -drivers driver and measures every call kind of issue 24 that this
-// harness reaches, then prints (and with -report writes) p50, p99 and CPU
-// per call at each scale and the ratio of the largest scale to the
-// smallest. Without -scales it checks the harness itself quickly: a small
-// build whose counters and history are what Build says, and every call
-// measured a few times.
+// harness reaches, then prints (and with -report writes) p50, p99, CPU and
+// the read system calls (and the bytes they fetched from the disk) per
+// call at each scale and the ratio of the largest scale to the smallest.
+// Without -scales it checks the harness itself quickly: a small build
+// whose counters and history are what Build says, and every call measured
+// a few times.
+//
+// -keep DIR keeps each database and what was built in it; -reuse DIR then
+// measures those again without building (the writes measured put back
+// what they change: created memories deleted, forks deleted, renamed
+// directories renamed back, so a kept database stays what was built up to
+// the versions the writes add). -calls picks calls by key.
 //
 //	go test -run TestScale -timeout 2h ./internal/scale/ -scales 1,10 -report /tmp/scale.md
+//	go test -run TestScale -timeout 2h ./internal/scale/ -drivers sqlite -scales 1,100 -keep /var/tmp/k
+//	go test -run TestScale ./internal/scale/ -drivers sqlite -scales 1,100 -reuse /var/tmp/k -calls get,list0
 func TestScale(t *testing.T) {
 	quick := *scales == ""
 	pcts := []float64{1}
@@ -83,12 +109,19 @@ func TestScale(t *testing.T) {
 			pcts = append(pcts, p)
 		}
 	}
+	picked(t) // -calls checked before a build
+	if *keep != "" && *reuse != "" {
+		t.Fatal("-keep and -reuse: keep a build with one run, measure it again with -reuse in the next")
+	}
 	var runs []*run
 	for _, drv := range strings.Split(*drivers, ",") {
 		for _, pct := range pcts {
-			r := &run{driver: drv, pct: pct, calls: map[string]result{}}
+			r := &run{driver: drv, pct: pct, calls: map[string]result{}, name: fmt.Sprintf("scale-%g", pct)}
+			if quick {
+				r.name += "-quick"
+			}
 			t.Run(fmt.Sprintf("%s/%g%%", drv, pct), func(t *testing.T) {
-				d, size, settle := open(t, drv, pct)
+				d, size, settle := open(t, drv, r.name)
 				measureRun(t, r, d, size, settle, perStore, n)
 				t.Log("\n" + render([]*run{r})) // this run's figures, kept should a later one fail
 			})
@@ -106,7 +139,8 @@ func TestScale(t *testing.T) {
 	}
 }
 
-// open opens a fresh migrated database of drv, a function giving its size
+// open opens a fresh migrated database of drv (with -reuse: the one kept
+// as name), a function giving its size
 // on disk and one run after the build: on PostgreSQL a VACUUM (ANALYZE) of
 // the schema, what autovacuum does on a server after a bulk load (the test
 // cluster runs without autovacuum, so the planner would otherwise plan
@@ -117,13 +151,20 @@ func TestScale(t *testing.T) {
 // catch-up (DB.CatchUpSearch): the bulk load's memories are queued, and
 // the measured calls should meet the index as the background indexer
 // leaves it.
-func open(t *testing.T, drv string, pct float64) (storage.Driver, func() int64, func()) {
+func open(t *testing.T, drv, name string) (storage.Driver, func() int64, func()) {
 	ctx := context.Background()
 	switch drv {
 	case "sqlite":
 		path := filepath.Join(t.TempDir(), "trove.db")
-		if *keep != "" {
-			path = filepath.Join(*keep, fmt.Sprintf("scale-%g.db", pct))
+		switch {
+		case *reuse != "":
+			path = filepath.Join(*reuse, name+".db")
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("-reuse: %v (keep one with -keep first)", err)
+			}
+			t.Logf("reusing the database: %s", path)
+		case *keep != "":
+			path = filepath.Join(*keep, name+".db")
 			for _, f := range []string{path, path + "-wal", path + "-shm"} {
 				if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
 					t.Fatal(err)
@@ -153,8 +194,10 @@ func open(t *testing.T, drv string, pct float64) (storage.Driver, func() int64, 
 			}
 	case "postgres":
 		url := pgtest.SchemaURL(t)
-		if *keep != "" {
-			url = keptSchema(t, fmt.Sprintf("scale_keep_%g", pct))
+		if kept() != "" {
+			// scale-1 → scale_keep_1, scale-0.5-quick → scale_keep_0_5_quick:
+			// an identifier that needs no quoting.
+			url = keptSchema(t, strings.NewReplacer("scale-", "scale_keep_", "-", "_", ".", "_").Replace(name), *reuse != "")
 		}
 		// Longer bounds than a server's defaults (30 s a call, 5 s idle in
 		// a transaction): on the shared machine under a load of 30 a build
@@ -207,9 +250,10 @@ func open(t *testing.T, drv string, pct float64) (storage.Driver, func() int64, 
 	return nil, nil, nil
 }
 
-// keptSchema is a fresh PostgreSQL schema called name that outlives the
-// test (-keep), and its URL.
-func keptSchema(t *testing.T, name string) string {
+// keptSchema is the URL of a PostgreSQL schema called name that outlives
+// the test: a fresh one (-keep) or, with again, the one an earlier run
+// kept (-reuse).
+func keptSchema(t *testing.T, name string, again bool) string {
 	ctx := context.Background()
 	base := pgtest.URL(t)
 	c, err := pgx.Connect(ctx, base)
@@ -217,7 +261,12 @@ func keptSchema(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name); err != nil {
+	if again {
+		var ok bool
+		if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", name).Scan(&ok); err != nil || !ok {
+			t.Fatalf("-reuse: no schema %s (%v; keep one with -keep first)", name, err)
+		}
+	} else if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(base)
@@ -227,7 +276,7 @@ func keptSchema(t *testing.T, name string) string {
 	q := u.Query()
 	q.Set("search_path", name)
 	u.RawQuery = q.Encode()
-	t.Logf("keeping the database: schema %s", name)
+	t.Logf("kept database: schema %s", name)
 	return u.String()
 }
 
@@ -244,9 +293,29 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 		t.Fatal(err)
 	}
 	ctx = trove.WithPrincipal(ctx, p)
-	w, err := scale.BuildSized(ctx, d, svc, r.pct/100, perStore, nil)
-	if err != nil {
-		t.Fatal(err)
+	var w *scale.Workspace
+	if *reuse != "" {
+		// What the build that kept the database made (its Took included).
+		b, err := os.ReadFile(r.workspaceFile())
+		if err != nil {
+			t.Fatalf("-reuse: %v", err)
+		}
+		if err := json.Unmarshal(b, &w); err != nil {
+			t.Fatalf("-reuse: %s: %v", r.workspaceFile(), err)
+		}
+	} else {
+		if w, err = scale.BuildSized(ctx, d, svc, r.pct/100, perStore, nil); err != nil {
+			t.Fatal(err)
+		}
+		if *keep != "" {
+			b, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(r.workspaceFile(), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	r.w, r.size = w, size()
 	settle()
@@ -295,16 +364,22 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 	head := int64(w.HistoryN)
 	rng := rand.New(rand.NewPCG(5, 6))
 	body := strings.Repeat("new memory line\n", 64)
+	// Created memories go to a directory of their own each run: a kept
+	// database (-reuse) holds the earlier runs' tombstones.
+	newDir := "/new/" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	type made struct{ id, sha string }
 	var created []made
 	// A store's worth of work per call (fork, export, verify, rename) is
 	// reported per unit (per memory, per version), and measured fewer times.
 	type call struct {
+		key   string // what -calls names it by
 		name  string
 		fn    func(i int) error
-		iters int // at most this many measured calls (0: n)
-		warm  int // unmeasured calls first (0: 10; -1: none)
-		per   int // the figures are divided by this (0: 1)
+		prep  func(i int) error // before each call, unmeasured
+		undo  func(i int) error // after each call, unmeasured: puts back what fn changed (a kept database is measured again)
+		iters int               // at most this many measured calls (0: n)
+		warm  int               // unmeasured calls first (0: 10; -1: none)
+		per   int               // the figures are divided by this (0: 1)
 	}
 	// search: a selective word (a number in one or two memories' first
 	// line, quoted so it is not also a prefix), a frequent word, a phrase
@@ -321,20 +396,52 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 	}
 	selective := func() string { return fmt.Sprintf("%q", strconv.Itoa(rng.IntN(perStore))) }
 	word := func(w string) func() string { return func() string { return w } }
+	// A write between two reads, as on a server that takes both: a commit
+	// makes every read connection drop its page cache (and its map of the
+	// file) at its next transaction. The write goes to a store of its own.
+	var scratch, scratchID string
+	write := func(i int) error {
+		if scratch == "" {
+			st, err := svc.CreateStore(ctx, trove.CreateStoreParams{Name: "scratch"})
+			if err != nil {
+				return err
+			}
+			m, err := svc.CreateMemory(ctx, st.ID, trove.CreateMemoryParams{Path: "/scratch.md", Content: "scratch"})
+			if err != nil {
+				return err
+			}
+			scratch, scratchID = st.ID, m.ID
+		}
+		_, err := svc.UpdateMemory(ctx, scratch, scratchID, trove.UpdateMemoryParams{Content: ptr(strconv.Itoa(i))})
+		return err
+	}
+	defer func() {
+		if scratch != "" {
+			if err := svc.DeleteStore(ctx, scratch); err != nil {
+				t.Errorf("deleting the scratch store: %v", err)
+			}
+		}
+	}()
+	get := func(int) error {
+		_, err := svc.GetMemory(ctx, s0, w.MemoryIDs[rng.IntN(len(w.MemoryIDs))], trove.ViewFull)
+		return err
+	}
+	list0 := func(int) error {
+		_, err := svc.ListMemories(ctx, s0, trove.ListMemoriesParams{PathPrefix: fmt.Sprintf("/d%02d/", rng.IntN(100)), Limit: 100})
+		return err
+	}
 	var engine *syncer.Engine
+	var forked string // the store fork made last
 	calls := []call{
-		{name: "get", fn: func(i int) error {
-			_, err := svc.GetMemory(ctx, s0, w.MemoryIDs[rng.IntN(len(w.MemoryIDs))], trove.ViewFull)
-			return err
-		}},
-		{name: "create", fn: func(i int) error {
-			m, err := svc.CreateMemory(ctx, s0, trove.CreateMemoryParams{Path: fmt.Sprintf("/new/n%05d.md", i), Content: body + strconv.Itoa(i)})
+		{key: "get", name: "get", fn: get},
+		{key: "create", name: "create", fn: func(i int) error {
+			m, err := svc.CreateMemory(ctx, s0, trove.CreateMemoryParams{Path: fmt.Sprintf("%s/n%05d.md", newDir, i), Content: body + strconv.Itoa(i)})
 			if err == nil {
 				created = append(created, made{m.ID, m.SHA256})
 			}
 			return err
 		}},
-		{name: "conditional update", fn: func(i int) error {
+		{key: "update", name: "conditional update", fn: func(i int) error {
 			c := &created[i%len(created)]
 			m, err := svc.UpdateMemory(ctx, s0, c.id, trove.UpdateMemoryParams{Content: ptr(body + "edited " + strconv.Itoa(i)), PreconditionSHA256: c.sha})
 			if err == nil {
@@ -342,7 +449,7 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			}
 			return err
 		}},
-		{name: "delete", fn: func(i int) error {
+		{key: "delete", name: "delete", fn: func(i int) error {
 			if len(created) == 0 {
 				return fmt.Errorf("nothing left to delete")
 			}
@@ -350,23 +457,22 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			created = created[:len(created)-1]
 			return svc.DeleteMemory(ctx, s0, c.id, c.sha)
 		}},
-		{name: "list page, depth 0", fn: func(i int) error {
-			_, err := svc.ListMemories(ctx, s0, trove.ListMemoriesParams{PathPrefix: fmt.Sprintf("/d%02d/", rng.IntN(100)), Limit: 100})
-			return err
-		}},
-		{name: "list page, depth 1 (root)", fn: func(i int) error {
+		{key: "list0", name: "list page, depth 0", fn: list0},
+		{key: "list1", name: "list page, depth 1 (root)", fn: func(i int) error {
 			_, err := svc.ListMemories(ctx, s0, trove.ListMemoriesParams{Depth: 1, Limit: 100})
 			return err
 		}},
-		{name: "memory_versions page (store)", fn: func(i int) error {
+		{key: "get-w", name: "get, after a write", fn: get, prep: write},
+		{key: "list0-w", name: "list page, depth 0, after a write", fn: list0, prep: write},
+		{key: "versions", name: "memory_versions page (store)", fn: func(i int) error {
 			_, err := svc.ListVersions(ctx, hist, trove.ListVersionsParams{Limit: 100})
 			return err
 		}},
-		{name: "memory_versions page (one memory)", fn: func(i int) error {
+		{key: "versions1", name: "memory_versions page (one memory)", fn: func(i int) error {
 			_, err := svc.ListVersions(ctx, hist, trove.ListVersionsParams{MemoryID: w.HistIDs[rng.IntN(len(w.HistIDs))], Limit: 100})
 			return err
 		}},
-		{name: "memory_versions page (one memory, limit 2)", fn: func(i int) error {
+		{key: "versions2", name: "memory_versions page (one memory, limit 2)", fn: func(i int) error {
 			// Two rows at every scale (the history store's memories have 2
 			// to 3 versions at 1 %): the page above returns the memory's
 			// whole history, which grows with the scale.
@@ -376,50 +482,50 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			}
 			return err
 		}},
-		{name: "as-of page (head−10)", fn: func(i int) error {
+		{key: "asofpage", name: "as-of page (head−10)", fn: func(i int) error {
 			_, err := svc.ListMemoriesAsOf(ctx, hist, trove.Moment{Seq: head - 10}, trove.ListMemoriesParams{Limit: 100})
 			return err
 		}},
-		{name: "as-of read (head−10)", fn: func(i int) error {
+		{key: "asofread", name: "as-of read (head−10)", fn: func(i int) error {
 			_, err := svc.GetMemoryAsOf(ctx, hist, trove.Moment{Seq: head - 10}, w.HistIDs[rng.IntN(len(w.HistIDs))], trove.ViewFull)
 			return err
 		}},
-		{name: "diff (head−20 → head−10)", fn: func(i int) error {
+		{key: "diff", name: "diff (head−20 → head−10)", fn: func(i int) error {
 			_, err := svc.DiffStore(ctx, hist, trove.Moment{Seq: head - 20}, trove.Moment{Seq: head - 10})
 			return err
 		}},
-		{name: "change feed (after head−50)", fn: func(i int) error {
+		{key: "changes", name: "change feed (after head−50)", fn: func(i int) error {
 			_, err := svc.ListChanges(ctx, hist, trove.ListChangesParams{After: head - 50, Limit: 100})
 			return err
 		}},
-		{name: "session create, 8 stores", fn: func(i int) error {
+		{key: "session", name: "session create, 8 stores", fn: func(i int) error {
 			_, _, err := svc.CreateSession(ctx, trove.CreateSessionParams{Stores: attach})
 			return err
 		}},
-		{name: "store stats", fn: func(i int) error {
+		{key: "stats", name: "store stats", fn: func(i int) error {
 			_, err := svc.StoreStats(ctx, s0)
 			return err
 		}},
-		{name: "console store page", fn: func(i int) error { return page("/console/stores/" + s0) }},
-		{name: "console store stats", fn: func(i int) error { return page("/console/stores/" + s0 + "/stats") }},
-		{name: "search, selective word, all stores", fn: search(selective, false), iters: 10, warm: 2},
-		{name: "search, selective word, one store", fn: search(selective, true), iters: 10, warm: 2},
-		{name: "search, frequent word, all stores", fn: search(word("alpha"), false), iters: 10, warm: 2},
-		{name: "search, frequent word, one store", fn: search(word("alpha"), true), iters: 10, warm: 2},
-		{name: "search, phrase, all stores", fn: search(word(`"alpha bravo"`), false), iters: 10, warm: 2},
-		{name: "search, phrase, one store", fn: search(word(`"alpha bravo"`), true), iters: 10, warm: 2},
-		{name: "search, prefix, all stores", fn: search(word("char"), false), iters: 10, warm: 2},
-		{name: "search, prefix, one store", fn: search(word("char"), true), iters: 10, warm: 2},
-		{name: "console tree directory", fn: func(i int) error {
+		{key: "cstore", name: "console store page", fn: func(i int) error { return page("/console/stores/" + s0) }},
+		{key: "cstats", name: "console store stats", fn: func(i int) error { return page("/console/stores/" + s0 + "/stats") }},
+		{key: "search-selective-all", name: "search, selective word, all stores", fn: search(selective, false), iters: 10, warm: 2},
+		{key: "search-selective-one", name: "search, selective word, one store", fn: search(selective, true), iters: 10, warm: 2},
+		{key: "search-frequent-all", name: "search, frequent word, all stores", fn: search(word("alpha"), false), iters: 10, warm: 2},
+		{key: "search-frequent-one", name: "search, frequent word, one store", fn: search(word("alpha"), true), iters: 10, warm: 2},
+		{key: "search-phrase-all", name: "search, phrase, all stores", fn: search(word(`"alpha bravo"`), false), iters: 10, warm: 2},
+		{key: "search-phrase-one", name: "search, phrase, one store", fn: search(word(`"alpha bravo"`), true), iters: 10, warm: 2},
+		{key: "search-prefix-all", name: "search, prefix, all stores", fn: search(word("char"), false), iters: 10, warm: 2},
+		{key: "search-prefix-one", name: "search, prefix, one store", fn: search(word("char"), true), iters: 10, warm: 2},
+		{key: "ctree", name: "console tree directory", fn: func(i int) error {
 			return page(fmt.Sprintf("/console/stores/%s/tree?dir=/d%02d/", s0, rng.IntN(100)))
 		}},
-		{name: "console history page", fn: func(i int) error {
+		{key: "chistory", name: "console history page", fn: func(i int) error {
 			return page("/console/stores/" + hist + "/memories/" + w.HistIDs[rng.IntN(len(w.HistIDs))] + "/history")
 		}},
-		{name: "console search page (selective word)", fn: func(i int) error {
+		{key: "csearch", name: "console search page (selective word)", fn: func(i int) error {
 			return page("/console/search?q=" + url.QueryEscape(selective()))
 		}, iters: 10, warm: 2},
-		{name: "sync no-change pass (first bulk store)", fn: func(i int) error {
+		{key: "sync", name: "sync no-change pass (first bulk store)", fn: func(i int) error {
 			if engine == nil { // the first call downloads the store, unmeasured (warm)
 				var err error
 				if engine, err = syncer.New(syncer.Options{Services: svc, StoreID: s0, Dir: t.TempDir(), StateDir: t.TempDir(), NoWatch: true}); err != nil {
@@ -433,21 +539,21 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			}
 			return err
 		}, iters: 10, warm: 1},
-		{name: "export of a bulk store, per memory", fn: func(i int) error {
+		{key: "export", name: "export of a bulk store, per memory", fn: func(i int) error {
 			m, err := archive.Export(ctx, archive.Services(svc, s0), io.Discard, archive.ExportOptions{Source: "local"})
 			if err == nil && len(m.Memories) != perStore {
 				err = fmt.Errorf("exported %d memories, want %d", len(m.Memories), perStore)
 			}
 			return err
 		}, iters: 3, warm: 1, per: perStore},
-		{name: "audit verify (history store), per version", fn: func(i int) error {
+		{key: "verify", name: "audit verify (history store), per version", fn: func(i int) error {
 			rep, err := svc.VerifyStore(ctx, hist)
 			if err == nil && (!rep.OK || rep.Verified != w.HistoryN) {
 				err = fmt.Errorf("verify: %+v, want %d versions verified", rep, w.HistoryN)
 			}
 			return err
 		}, iters: 3, warm: 1, per: w.HistoryN},
-		{name: "fork of the history store, per memory", fn: func(i int) error {
+		{key: "fork", name: "fork of the history store, per memory", fn: func(i int) error {
 			// The history store's 1,000 memories at every scale: a fork of a
 			// full bulk store (10,000) on PostgreSQL outlasted core's write
 			// deadline on the loaded machine (docs/perf/scale.md).
@@ -455,17 +561,43 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			if err == nil && f.Copied != len(w.HistIDs) {
 				err = fmt.Errorf("forked %d memories, want %d", f.Copied, len(w.HistIDs))
 			}
+			if err == nil {
+				forked = f.Store.ID
+			}
 			return err
-		}, iters: 5, warm: 1, per: len(w.HistIDs)},
-		{name: "directory rename (100 memories), per memory", fn: func(i int) error {
+		}, undo: func(int) error { return svc.DeleteStore(ctx, forked) }, iters: 5, warm: 1, per: len(w.HistIDs)},
+		{key: "rename", name: "directory rename (100 memories), per memory", fn: func(i int) error {
 			d := fmt.Sprintf("/d%02d", i%100)
 			c, err := svc.RenameDirectory(ctx, s0, trove.RenameDirectoryParams{From: d, To: "/moved" + d})
 			if err == nil && len(c.Memories) != perStore/100 {
 				err = fmt.Errorf("renamed %d memories, want %d", len(c.Memories), perStore/100)
 			}
 			return err
+		}, undo: func(i int) error {
+			d := fmt.Sprintf("/d%02d", i%100)
+			_, err := svc.RenameDirectory(ctx, s0, trove.RenameDirectoryParams{From: "/moved" + d, To: d})
+			return err
 		}, iters: 10, warm: 2, per: perStore / 100},
 	}
+	var keys []string
+	for _, c := range calls {
+		keys = append(keys, c.key)
+	}
+	if !slices.Equal(keys, callKeys) {
+		t.Fatalf("the calls' keys are %v, callKeys says %v", keys, callKeys)
+	}
+	if want := picked(t); want != nil {
+		calls = slices.DeleteFunc(calls, func(c call) bool { return !want[c.key] })
+	}
+	// The writes not measured: what create made and no delete took, gone
+	// (a kept database is measured again).
+	defer func() {
+		for _, c := range created {
+			if err := svc.DeleteMemory(ctx, s0, c.id, c.sha); err != nil {
+				t.Errorf("deleting what create made: %v", err)
+			}
+		}
+	}()
 	for _, c := range calls {
 		warm, iters, per := 10, n, max(c.per, 1)
 		switch {
@@ -479,18 +611,33 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 		}
 		lat := make([]time.Duration, 0, iters)
 		var cpu time.Duration
+		var reads, disk int64
 		var failed error
 		for i := range warm + iters {
-			c0, t0 := loadgen.ProcessCPU(), time.Now()
-			if err := c.fn(i); err != nil {
+			if c.prep != nil {
+				if err := c.prep(i); err != nil {
+					failed = fmt.Errorf("%s #%d: before: %w", c.name, i, err)
+					t.Error(failed)
+					break
+				}
+			}
+			c0, io0, t0 := loadgen.ProcessCPU(), readIO(), time.Now()
+			err := c.fn(i)
+			if err == nil && i >= warm {
+				lat = append(lat, time.Since(t0)/time.Duration(per))
+				cpu += (loadgen.ProcessCPU() - c0) / time.Duration(per)
+				io1 := readIO()
+				reads += io1.calls - io0.calls - readIOOwn
+				disk += io1.disk - io0.disk
+			}
+			if err == nil && c.undo != nil {
+				err = c.undo(i)
+			}
+			if err != nil {
 				// Reported, and the other calls still measured.
 				failed = fmt.Errorf("%s #%d: %w", c.name, i, err)
 				t.Error(failed)
 				break
-			}
-			if i >= warm {
-				lat = append(lat, time.Since(t0)/time.Duration(per))
-				cpu += (loadgen.ProcessCPU() - c0) / time.Duration(per)
 			}
 		}
 		r.order = append(r.order, c.name)
@@ -499,8 +646,96 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			continue
 		}
 		slices.Sort(lat)
-		r.calls[c.name] = result{p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)], cpu: cpu / time.Duration(len(lat))}
+		res := result{p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)], cpu: cpu / time.Duration(len(lat)), reads: -1}
+		if readIO().calls >= 0 {
+			res.reads = float64(reads) / float64(len(lat)*per)
+			res.disk = float64(disk) / float64(len(lat)*per)
+		}
+		r.calls[c.name] = res
 	}
+	r.rss = rss()
+}
+
+// callKeys are the keys of measureRun's calls, in its order, which -calls
+// picks from.
+var callKeys = []string{"get", "create", "update", "delete", "list0", "list1", "get-w", "list0-w", "versions", "versions1", "versions2",
+	"asofpage", "asofread", "diff", "changes", "session", "stats", "cstore", "cstats",
+	"search-selective-all", "search-selective-one", "search-frequent-all", "search-frequent-one",
+	"search-phrase-all", "search-phrase-one", "search-prefix-all", "search-prefix-one",
+	"ctree", "chistory", "csearch", "sync", "export", "verify", "fork", "rename"}
+
+// picked is the set of keys -calls names (nil: every call); it fails the
+// test for a key no call has or a write without the create it works on.
+func picked(t *testing.T) map[string]bool {
+	if *only == "" {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, k := range strings.Split(*only, ",") {
+		k = strings.TrimSpace(k)
+		if !slices.Contains(callKeys, k) {
+			t.Fatalf("-calls: no call %q; the keys are %s", k, strings.Join(callKeys, ","))
+		}
+		want[k] = true
+	}
+	if (want["update"] || want["delete"]) && !want["create"] {
+		t.Fatal("-calls: update and delete work on what create made; name create too")
+	}
+	return want
+}
+
+// ioCounts are the process's reads so far: read system calls (read,
+// pread…) and the bytes they fetched from storage rather than the page
+// cache, from /proc/self/io; calls is -1 where there is none.
+type ioCounts struct{ calls, disk int64 }
+
+// readIO reads the counts; reading them costs readIOOwn read calls.
+func readIO() ioCounts {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return ioCounts{calls: -1}
+	}
+	field := func(k string) int64 {
+		_, v, _ := strings.Cut(string(b), "\n"+k+":")
+		v, _, _ = strings.Cut(v, "\n")
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	return ioCounts{calls: field("syscr"), disk: field("read_bytes")}
+}
+
+// readIOOwn is how many read system calls readIO itself makes.
+var readIOOwn = func() int64 {
+	a := readIO()
+	return max(readIO().calls-a.calls, 0)
+}()
+
+// rss is the process's resident memory from /proc/self/status: the total,
+// anonymous (the heap, SQLite's page caches) and file-backed (mapped
+// files: the binary, a database read through mmap); "" where there is no
+// /proc.
+func rss() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	f := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			f[k] = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		}
+	}
+	mb := func(k string) string {
+		n, err := strconv.ParseInt(f[k], 10, 64)
+		if err != nil {
+			return "?"
+		}
+		return strconv.FormatInt(n/1024, 10)
+	}
+	return fmt.Sprintf("%s MB (anon %s, file %s)", mb("VmRSS"), mb("RssAnon"), mb("RssFile"))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -511,6 +746,21 @@ func ms(d time.Duration) string {
 		return strconv.FormatFloat(v, 'f', 3, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// ioCell formats the reads per call and the KB they fetched from the disk
+// ("–" for none measured).
+func ioCell(r result) string {
+	if r.reads < 0 {
+		return "–"
+	}
+	f := func(v float64) string {
+		if v < 10 {
+			return strconv.FormatFloat(v, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return f(r.reads) + " (" + f(r.disk/1024) + ")"
 }
 
 // render writes, per driver, the build line of each scale and a table of
@@ -527,19 +777,19 @@ func render(runs []*run) string {
 	}
 	for _, drv := range names {
 		rs := byDriver[drv]
-		fmt.Fprintf(&b, "### %s\n\n| scale | stores × memories | content | history versions | build | database |\n| --- | --- | --- | --- | --- | --- |\n", drv)
+		fmt.Fprintf(&b, "### %s\n\n| scale | stores × memories | content | history versions | build | database | RSS after the calls |\n| --- | --- | --- | --- | --- | --- | --- |\n", drv)
 		for _, r := range rs {
-			fmt.Fprintf(&b, "| %g %% | %d × %d | %.0f MB | %d | %s | %.0f MB |\n", r.pct, len(r.w.Stores), r.w.Memories/len(r.w.Stores),
-				float64(r.w.Bytes)/1e6, r.w.HistoryN, r.w.Took.Round(time.Second), float64(r.size)/1e6)
+			fmt.Fprintf(&b, "| %g %% | %d × %d | %.0f MB | %d | %s | %.0f MB | %s |\n", r.pct, len(r.w.Stores), r.w.Memories/len(r.w.Stores),
+				float64(r.w.Bytes)/1e6, r.w.HistoryN, r.w.Took.Round(time.Second), float64(r.size)/1e6, r.rss)
 		}
 		lo, hi := rs[0], rs[len(rs)-1]
-		fmt.Fprintf(&b, "\n| call | p50 ms @%g%% | p99 ms @%g%% | CPU ms @%g%% | p50 ms @%g%% | p99 ms @%g%% | CPU ms @%g%% | ratio p50 | ratio p99 | ratio CPU |\n",
-			lo.pct, lo.pct, lo.pct, hi.pct, hi.pct, hi.pct)
-		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+		fmt.Fprintf(&b, "\n| call | p50 ms @%g%% | p99 ms @%g%% | CPU ms @%g%% | p50 ms @%g%% | p99 ms @%g%% | CPU ms @%g%% | ratio p50 | ratio p99 | ratio CPU | reads (disk KB) @%g%% | reads (disk KB) @%g%% |\n",
+			lo.pct, lo.pct, lo.pct, hi.pct, hi.pct, hi.pct, lo.pct, hi.pct)
+		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, name := range lo.order {
 			a, z := lo.calls[name], hi.calls[name]
 			if a.failed != nil || z.failed != nil {
-				fmt.Fprintf(&b, "| %s | failed: %v / %v |||||||||\n", name, a.failed, z.failed)
+				fmt.Fprintf(&b, "| %s | failed: %v / %v |||||||||||\n", name, a.failed, z.failed)
 				continue
 			}
 			ratio := func(x, y time.Duration) string {
@@ -548,8 +798,8 @@ func render(runs []*run) string {
 				}
 				return strconv.FormatFloat(float64(y)/float64(x), 'f', 2, 64)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, ms(a.p50), ms(a.p99), ms(a.cpu), ms(z.p50), ms(z.p99), ms(z.cpu),
-				ratio(a.p50, z.p50), ratio(a.p99, z.p99), ratio(a.cpu, z.cpu))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, ms(a.p50), ms(a.p99), ms(a.cpu), ms(z.p50), ms(z.p99), ms(z.cpu),
+				ratio(a.p50, z.p50), ratio(a.p99, z.p99), ratio(a.cpu, z.cpu), ioCell(a), ioCell(z))
 		}
 		b.WriteString("\n")
 	}

@@ -260,6 +260,22 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 func (db *DB) Path() string { return db.path }
 
 // writerParams are the DSN parameters of the writer connection.
+//
+// Neither these nor readerParams set cache_size or mmap_size, on purpose:
+// SQLite's defaults (a 2,000 KiB page cache per connection, no memory map)
+// were measured against a 64 MiB cache and a 256 MiB and 2 GiB map on the
+// 6.5 GB database of the hosted limits (docs/perf/scale.md, "SQLite's page
+// cache and mmap at 100 %"). In WAL mode a read connection drops its whole
+// page cache, and with mmap_size its map of the file, at its first
+// transaction after any commit, so on a server that also takes writes a
+// bigger cache buys nothing and a map made the first read after a write
+// 1.4 to 1.9 times as dear (the file mapped again, its pages faulted back
+// in). This build of SQLite also maps at most the first 2 GiB of a file
+// (SQLITE_MAX_MMAP_SIZE), and an I/O error under a map is a SIGBUS rather
+// than an error. A 64 MiB cache on the writer made no measurable
+// difference to writes. What a call at the hosted limits pays for is the
+// OS's page cache: a page it does not hold is read from the disk whatever
+// these settings are.
 var writerParams = []string{
 	"_journal_mode=WAL",
 	"_synchronous=FULL",
