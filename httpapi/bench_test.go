@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/storage/sqlite"
+	"github.com/trovehq/trove/storage/sqlite/sqlitetest"
 )
 
 // BenchmarkGetMemory is GET of one memory at concurrency 16 on each
@@ -27,22 +27,7 @@ import (
 func BenchmarkGetMemory(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(string(tr), func(b *testing.B) {
-			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			svc := core.New(db, core.Options{AuthCacheTTL: 2 * time.Second})
-			k, secret, err := svc.CreateKey(ctx, testWorkspace, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: testWorkspace, Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: k.ID}})
-			st, err := svc.CreateStore(pctx, trove.CreateStoreParams{Name: "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
+			svc, secret, pctx, st := benchStore(b, core.Options{AuthCacheTTL: 2 * time.Second})
 			var paths []string
 			for i := range 100 {
 				m, err := svc.CreateMemory(pctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/m%03d.md", i), Content: string(bytes.Repeat([]byte("x"), 200))})
@@ -122,4 +107,28 @@ func runConcurrent(b *testing.B, addr, auth string, path func(i int) string) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64((loadgen.ProcessCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// benchStore opens a fresh SQLite database (sqlitetest's migrated copy)
+// behind a core.Service with opts, closed when b ends, and creates a key
+// and a store "bench" in testWorkspace: the setup every HTTP benchmark of
+// this package starts from. pctx acts as the key.
+func benchStore(b *testing.B, opts core.Options) (svc *core.Service, secret string, pctx context.Context, st *trove.Store) {
+	b.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, sqlitetest.Path(b), sqlite.Options{AutoMigrate: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	svc = core.New(db, opts)
+	k, secret, err := svc.CreateKey(ctx, testWorkspace, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pctx = trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: testWorkspace, Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: k.ID}})
+	if st, err = svc.CreateStore(pctx, trove.CreateStoreParams{Name: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	return svc, secret, pctx, st
 }

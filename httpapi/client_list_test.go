@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/loadgen"
-	"github.com/trovehq/trove/storage/sqlite"
 )
 
 // listBoth lists one page through ListMemories (the page decoded by
@@ -248,21 +246,7 @@ func TestListMemoriesLeanVsSDKCanned(t *testing.T) {
 // cpu-µs/op is the whole process's CPU (server included) per walk.
 func BenchmarkClientListMemories(b *testing.B) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	svc := core.New(db, core.Options{})
-	k, secret, err := svc.CreateKey(ctx, testWorkspace, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: testWorkspace, Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: k.ID}})
-	st, err := svc.CreateStore(pctx, trove.CreateStoreParams{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, secret, pctx, st := benchStore(b, core.Options{})
 	const n = 2000
 	for i := range n {
 		if _, err := svc.CreateMemory(pctx, st.ID, trove.CreateMemoryParams{

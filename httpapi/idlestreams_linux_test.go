@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -23,7 +22,6 @@ import (
 	"github.com/trovehq/trove/core"
 	"github.com/trovehq/trove/httpapi"
 	"github.com/trovehq/trove/internal/loadgen"
-	"github.com/trovehq/trove/storage/sqlite"
 )
 
 // idleStreams and idleWindow size BenchmarkIdleEventStreams.
@@ -47,21 +45,7 @@ const (
 // (-benchtime 1x).
 func BenchmarkIdleEventStreams(b *testing.B) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "trove.db"), sqlite.Options{AutoMigrate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	svc := core.New(db, core.Options{AuthCacheTTL: 2 * time.Second})
-	k, secret, err := svc.CreateKey(ctx, testWorkspace, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	pctx := trove.WithPrincipal(ctx, &trove.Principal{WorkspaceID: testWorkspace, Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: k.ID}})
-	st, err := svc.CreateStore(pctx, trove.CreateStoreParams{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, secret, pctx, st := benchStore(b, core.Options{AuthCacheTTL: 2 * time.Second})
 	m, err := svc.CreateMemory(pctx, st.ID, trove.CreateMemoryParams{Path: "/m.md", Content: string(bytes.Repeat([]byte("x"), 200))})
 	if err != nil {
 		b.Fatal(err)
