@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -424,15 +423,9 @@ func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	after := strconv.FormatInt(f.After(), 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+changesPath(storeID)+"?after="+after, nil)
+	req, err := c.streamRequest(ctx, changesPath(storeID)+"?after="+after, after, "")
 	if err != nil {
-		return trove.Errorf(trove.EINVALID, "building the request: %v", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", after)
-	if c.workspace != "" {
-		req.Header.Set("anthropic-workspace-id", c.workspace)
+		return err
 	}
 	res, err := hc.Do(req)
 	if err != nil {
@@ -444,40 +437,25 @@ func (c *Client) streamOnce(ctx context.Context, hc *http.Client, storeID string
 		return changesErr(fromEnvelope(res.StatusCode, data, &httpStatusError{method: http.MethodGet, path: changesPath(storeID), status: res.StatusCode, statusText: res.Status, changes: res.Header.Get(changesHeader) != ""}))
 	}
 	f.Live()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var event, data string
-	for sc.Scan() {
-		line := sc.Text()
-		if line != "" {
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "event":
-				event = value
-			case "data":
-				data += value
-			}
-			continue
-		}
-		switch event {
+	err = readSSE(res.Body, 1<<20, func(e *sseEvent) error {
+		switch e.event {
 		case "change":
 			var wc wireChange
-			if err := json.Unmarshal([]byte(data), &wc); err != nil {
+			if err := json.Unmarshal(e.data, &wc); err != nil {
 				return &trove.Error{Code: trove.EINTERNAL, Message: "the server sent a change that is not valid JSON", Err: err}
 			}
 			ch := changeFromWire(&wc)
-			if err := f.Deliver(ch.Seq, ch); err != nil {
-				return err
-			}
+			return f.Deliver(ch.Seq, ch)
 		case "error":
-			return fromEnvelope(http.StatusOK, []byte(data), errors.New("error event in the change stream"))
+			return fromEnvelope(http.StatusOK, e.data, errors.New("error event in the change stream"))
 		}
-		event, data = "", ""
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStreamRead) {
+		return err
 	}
-	err = sc.Err()
 	if err == nil {
-		err = io.ErrUnexpectedEOF
+		err = io.ErrUnexpectedEOF // the server ends a change stream only at shutdown
 	}
 	return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the change stream ended", Err: err}
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/internal/follow"
@@ -158,18 +156,13 @@ func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID stri
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	path := "/v1/sessions/" + url.PathEscape(sessionID) + "/events/stream"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
-	if err != nil {
-		return trove.Errorf(trove.EINVALID, "building the request: %v", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("anthropic-beta", BetaManagedAgents)
+	lastID := ""
 	if f.After() >= 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(f.After(), 10))
+		lastID = strconv.FormatInt(f.After(), 10)
 	}
-	if c.workspace != "" {
-		req.Header.Set("anthropic-workspace-id", c.workspace)
+	req, err := c.streamRequest(ctx, path, lastID, BetaManagedAgents)
+	if err != nil {
+		return err
 	}
 	res, err := hc.Do(req)
 	if err != nil {
@@ -181,60 +174,42 @@ func (c *Client) eventsOnce(ctx context.Context, hc *http.Client, sessionID stri
 		return fromEnvelope(res.StatusCode, data, &httpStatusError{method: http.MethodGet, path: path, status: res.StatusCode, statusText: res.Status})
 	}
 	f.Live()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	var id, event string
-	var data []byte
 	terminated := false // the stream carried session.status_terminated
-	for sc.Scan() {
-		line := sc.Text()
-		if line != "" {
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "id":
-				id = value
-			case "event":
-				event = value
-			case "data":
-				data = append(data, value...)
-			}
-			continue
-		}
+	err = readSSE(res.Body, 4<<20, func(e *sseEvent) error {
 		switch {
-		case event == "" && id != "" && f.After() < 0:
+		case e.event == "" && e.id != "" && f.After() < 0:
 			// The stream's starting position.
-			if seq, err := strconv.ParseInt(id, 10, 64); err == nil {
+			if seq, err := strconv.ParseInt(e.id, 10, 64); err == nil {
 				f.Advance(seq)
 			}
-		case event == "error":
-			return fromEnvelope(http.StatusOK, data, errors.New("error event in the event stream"))
-		case event == trove.EventSessionDeleted:
+		case e.event == "error":
+			return fromEnvelope(http.StatusOK, e.data, errors.New("error event in the event stream"))
+		case e.event == trove.EventSessionDeleted:
 			return trove.Errorf(trove.ENOTFOUND, "session %s was deleted", sessionID)
-		case event != "" && id != "":
-			seq, perr := strconv.ParseInt(id, 10, 64)
+		case e.event != "" && e.id != "":
+			seq, perr := strconv.ParseInt(e.id, 10, 64)
 			if perr != nil {
-				return trove.Errorf(trove.EINTERNAL, "the server sent an event id that is not a sequence number: %q", id)
+				return trove.Errorf(trove.EINTERNAL, "the server sent an event id that is not a sequence number: %q", e.id)
 			}
-			if event == trove.EventSessionStatusTerminated {
+			if e.event == trove.EventSessionStatusTerminated {
 				terminated = true // even one delivered before, not delivered again
 			}
 			if seq > f.After() { // what was delivered is not even decoded
 				var m map[string]json.RawMessage
-				if err := json.Unmarshal(data, &m); err != nil {
+				if err := json.Unmarshal(e.data, &m); err != nil {
 					return &trove.Error{Code: trove.EINTERNAL, Message: "the server sent an event that is not valid JSON", Err: err}
 				}
-				e := eventsFromWire(sessionID, []map[string]json.RawMessage{m})[0]
-				e.Seq = seq
-				if err := f.Deliver(seq, e); err != nil {
-					return err
-				}
+				ev := eventsFromWire(sessionID, []map[string]json.RawMessage{m})[0]
+				ev.Seq = seq
+				return f.Deliver(seq, ev)
 			}
 		}
-		id, event, data = "", "", data[:0]
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if errors.Is(err, errStreamRead) {
 		return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the event stream broke", Err: err}
+	} else if err != nil {
+		return err
 	}
 	if terminated {
 		return follow.ErrEnded
