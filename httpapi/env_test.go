@@ -2,8 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -143,26 +141,19 @@ func serveTransport(t testing.TB, tr transport, h *httpapi.Server, seen func(met
 }
 
 // newPostgresEnv serves over a fresh schema of the test PostgreSQL
-// (pgtest.URL: $TROVE_TEST_POSTGRES, else a private cluster), dropped at
-// the end. It skips when there is none and fails when the database is
-// unreachable.
+// (pgtest.SchemaURL: $TROVE_TEST_POSTGRES, else a private cluster), dropped
+// at the end through a connection of its own once the driver is closed:
+// dropped while the driver's pool was open, the schema's DROP could
+// deadlock with the driver's background search indexer. It skips when
+// there is none and fails when the database is unreachable.
 func newPostgresEnv(t *testing.T, tr transport, opts ...envOption) *testEnv {
 	t.Helper()
-	url := pgtest.URL(t)
-	ctx := context.Background()
-	schema := fmt.Sprintf("trove_httpapi_%d", rand.Uint64())
-	db, err := postgres.Open(ctx, url, postgres.Options{AutoMigrate: true, Schema: schema})
+	url := pgtest.SchemaURL(t)
+	db, err := postgres.Open(context.Background(), url, postgres.Options{AutoMigrate: true})
 	if err != nil {
 		t.Fatalf("postgres.Open(%s): %v", url, err)
 	}
-	e := serveOn(t, tr, db, opts...)
-	// Registered after serveOn's cleanup, so it runs before the pool closes.
-	t.Cleanup(func() {
-		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return e
+	return serveOn(t, tr, db, opts...)
 }
 
 func serveOn(t *testing.T, tr transport, db storage.Driver, opts ...envOption) *testEnv {
