@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -71,6 +72,10 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	if head-p.Seq <= p.Seq {
 		return t.asOfRecent(ctx, p, content, &w)
 	}
+	if p.Limit > 0 && p.Seq > walkMinSeqPerRow*int64(p.Limit) {
+		return t.asOfWalk(ctx, p, content)
+	}
+	// A short history up to the moment (or no limit): one pass over it.
 	inner := `SELECT memory_id AS mid, max(seq) AS s FROM versions WHERE store_id = ? AND seq <= ? GROUP BY memory_id`
 	q := `SELECT ` + versionCols + `, ` + content + ` FROM (` + inner + `) AS c
 		JOIN versions ON versions.store_id = ? AND versions.seq = c.s` + w.String() +
@@ -126,6 +131,107 @@ func (t *tx) asOfRecent(ctx context.Context, p storage.VersionAsOfParams, conten
 	args = append(args, w.args...)
 	args = append(args, limitArg(p.Limit))
 	return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
+}
+
+// walkMinSeqPerRow: an older moment's page is walked (asOfWalk) when the
+// history up to the moment holds more than this many versions per row of
+// the page; a shorter history is cheaper read in one pass (about 1 µs per
+// version against tens of µs per step of the walk).
+const walkMinSeqPerRow = 32
+
+// asOfWalk is VersionAsOf of an older moment S, one page, in a cost that
+// grows with the page (and the (path, memory) pairs skipped on the way),
+// not with the history. It walks the distinct (path, memory ID) pairs of
+// the store's versions in the page's order through versions_by_path, one
+// index seek per pair (a skip scan: a pair's many versions are stepped
+// over, not read), a redacted version's NULL path first; for each pair it
+// reads the memory's newest version with seq <= S through
+// versions_by_memory_seq, and keeps it when that version is at the pair's
+// path and not a deletion. Every memory alive at S appears at exactly one
+// pair, the path of its version as of S.
+func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams, content string) ([]trove.MemoryVersion, error) {
+	nullRegion := p.Path == "" && p.Prefix == ""
+	var cur struct {
+		path, mid string
+		inclusive bool // the first seek may land on cur itself
+	}
+	switch {
+	case p.After != nil && p.After.Path == "":
+		cur.mid = p.After.MemoryID
+	case p.After != nil:
+		nullRegion = false
+		cur.path, cur.mid = p.After.Path, p.After.MemoryID
+	case p.Path != "":
+		cur.path, cur.inclusive = p.Path, true
+	case p.Prefix != "":
+		cur.path, cur.inclusive = p.Prefix, true
+	}
+	if p.After != nil && (p.Path != "" && p.After.Path < p.Path || p.Prefix != "" && p.After.Path < p.Prefix) {
+		cur.path, cur.mid, cur.inclusive = max(p.Path, p.Prefix), "", true
+	}
+	var end string
+	hasEnd := false
+	switch {
+	case p.Path != "":
+		end, hasEnd = p.Path+"\x00", true
+	case p.Prefix != "":
+		end, hasEnd = prefixEnd(p.Prefix)
+	}
+	pick := `SELECT ` + versionCols + `, ` + content + ` FROM versions WHERE store_id = ? AND seq =
+		(SELECT seq FROM versions WHERE memory_id = ? AND seq <= ? AND store_id = ? ORDER BY seq DESC LIMIT 1)`
+	out := []trove.MemoryVersion{}
+	budget := p.MaxBytes
+	for len(out) < p.Limit {
+		var path sql.NullString
+		var mid string
+		var q string
+		var args []any
+		switch {
+		case nullRegion:
+			q, args = `SELECT NULL, memory_id FROM versions WHERE store_id = ? AND path IS NULL AND memory_id > ?
+				ORDER BY memory_id LIMIT 1`, []any{p.StoreID, cur.mid}
+		case cur.inclusive:
+			q, args = `SELECT path, memory_id FROM versions WHERE store_id = ? AND path >= ?
+				ORDER BY path, memory_id LIMIT 1`, []any{p.StoreID, cur.path}
+		default:
+			q, args = `SELECT path, memory_id FROM versions WHERE store_id = ? AND (path, memory_id) > (?, ?)
+				ORDER BY path, memory_id LIMIT 1`, []any{p.StoreID, cur.path, cur.mid}
+		}
+		err := t.queryRow(ctx, "", "", func(r rowScanner) error { return r.Scan(&path, &mid) }, q, args...)
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			if nullRegion {
+				nullRegion, cur.path, cur.mid, cur.inclusive = false, "", "", true
+				continue
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !nullRegion && hasEnd && path.String >= end {
+			break
+		}
+		cur.path, cur.mid, cur.inclusive = path.String, mid, false
+		var v trove.MemoryVersion
+		err = t.queryRow(ctx, "", "", func(r rowScanner) error { return scanVersion(r, &v) }, pick, p.StoreID, mid, p.Seq, p.StoreID)
+		if trove.ErrorCode(err) == trove.ENOTFOUND {
+			continue // the memory was created after S
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v.Operation == trove.OpDeleted || (v.Path == nil) != !path.Valid || v.Path != nil && *v.Path != path.String {
+			continue // gone at S, or at another path then
+		}
+		out = append(out, v)
+		if v.Content != nil {
+			budget -= len(*v.Content)
+		}
+		if p.MaxBytes > 0 && budget < 0 {
+			break
+		}
+	}
+	return out, nil
 }
 
 // MemoryInsertBatch inserts each memory and its version in turn: SQLite

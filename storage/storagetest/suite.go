@@ -47,6 +47,7 @@ func RunDriver(t *testing.T, open func(t *testing.T) storage.Driver) {
 		{"VersionSeqConcurrent", testVersionSeqConcurrent},
 		{"VersionChain", testVersionChain},
 		{"VersionAsOf", testVersionAsOf},
+		{"VersionAsOfLongHistory", testVersionAsOfLongHistory},
 		{"MemoryInsertBatch", testMemoryInsertBatch},
 		{"StoreStats", testStoreStats},
 		{"Keys", testKeys},
