@@ -42,8 +42,10 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 //   - a moment in the newer half of the history (head − p.Seq <= p.Seq): a
 //     page of the live memories untouched since the moment plus the
 //     memories the versions after it touched (see below);
-//   - an older moment: the newest seq per memory from the versions_by_seq
-//     range up to the moment, then the version by versions_by_seq.
+//   - an older moment: a walk of the (path, memory) pairs (asOfWalk); when
+//     the history up to the moment is short for the page, or there is no
+//     limit, the newest seq per memory from the versions_by_seq range up
+//     to the moment, then the version by versions_by_seq.
 //
 // For a recent moment S the state is the union of the live memories that
 // no version after S touched (as of S they were what they are now: their
@@ -81,7 +83,11 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	if err := t.queryRow(ctx, `SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = $1), 0)`, p.StoreID).Scan(&head); err != nil {
 		return nil, translate(err)
 	}
+	if head-p.Seq > p.Seq && p.Limit > 0 && p.Seq > walkMinSeqPerRow*int64(p.Limit) {
+		return t.asOfWalk(ctx, p)
+	}
 	if head-p.Seq > p.Seq {
+		// A short history up to the moment (or no limit): one pass over it.
 		w.conds = nil
 		w.add("store_id = ? AND seq <= ?", p.StoreID, p.Seq)
 		inner := "SELECT memory_id AS mid, max(seq) AS s FROM versions WHERE " + w.sql() + " GROUP BY memory_id"
@@ -133,6 +139,118 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	) AS v WHERE %s ORDER BY coalesce(v.path, ''), v.memory_id COLLATE "C"`, cols, live, liveLimit, touched, asOf, w.sql(), outer)
 	q += w.limit(p.Limit)
 	return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
+}
+
+// walkMinSeqPerRow: an older moment's page is walked (asOfWalk) when the
+// history up to the moment holds more than this many versions per row of
+// the page; a shorter history is cheaper read in one pass.
+const walkMinSeqPerRow = 32
+
+// asOfWalk is VersionAsOf of an older moment S, one page, in a cost that
+// grows with the page (and the pairs skipped on the way), not with the
+// history. A recursive query walks the distinct (path, memory ID) pairs of
+// the store's versions in the page's order through versions_by_path (a
+// skip scan: one index seek per pair, a pair's many versions stepped over)
+// and probes, through versions_by_memory_seq, the memory's newest version
+// with seq <= S, keeping the pair when that version is at the pair's path
+// and not a deletion; the walk stops when the page is full or the filter's
+// range ends. Every memory alive at S is kept at exactly one pair, the
+// path of its version as of S. The redacted versions' NULL paths come
+// first in the order, so they are walked first, by memory ID.
+func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams) ([]trove.MemoryVersion, error) {
+	nulls := p.Path == "" && p.Prefix == ""
+	afterMID, startPath, inclusive := "", "", true
+	switch {
+	case p.After != nil && p.After.Path == "":
+		afterMID = p.After.MemoryID
+	case p.After != nil:
+		nulls, startPath, afterMID, inclusive = false, p.After.Path, p.After.MemoryID, false
+	default:
+		startPath = max(p.Path, p.Prefix)
+	}
+	if p.After != nil && max(p.Path, p.Prefix) > p.After.Path {
+		startPath, afterMID, inclusive = max(p.Path, p.Prefix), "", true
+	}
+	out := []trove.MemoryVersion{}
+	if nulls {
+		var w where
+		w.add(`store_id = ? AND path IS NULL AND memory_id COLLATE "C" > ?`, p.StoreID, afterMID)
+		first := w.sql()
+		next := `store_id = $1 AND path IS NULL AND memory_id COLLATE "C" > x.wmid COLLATE "C"`
+		vs, err := t.walkPairs(ctx, p, &w, first, next, "true", p.Limit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	if len(out) < p.Limit {
+		var w where
+		w.add("store_id = ?", p.StoreID)
+		if inclusive {
+			w.add("path >= ?", startPath)
+		} else {
+			w.add(`(path, memory_id COLLATE "C") > (?, ? COLLATE "C")`, startPath, afterMID)
+		}
+		first := w.sql()
+		next := `store_id = $1 AND (path, memory_id COLLATE "C") > (x.wpath, x.wmid COLLATE "C")`
+		inRange := "true"
+		switch {
+		case p.Path != "":
+			w.args = append(w.args, p.Path)
+			inRange = fmt.Sprintf("n.path = $%d", len(w.args))
+		case p.Prefix != "":
+			w.args = append(w.args, p.Prefix)
+			inRange = fmt.Sprintf("starts_with(n.path, $%d)", len(w.args))
+		}
+		vs, err := t.walkPairs(ctx, p, &w, first, next, inRange, p.Limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	if p.MaxBytes > 0 {
+		budget := p.MaxBytes
+		for i, v := range out {
+			if v.Content != nil {
+				budget -= len(*v.Content)
+			}
+			if budget < 0 {
+				return out[:i+1], nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// walkPairs runs asOfWalk's recursive query over one region of the order:
+// first selects the region's first pair (the store ID is $1), next the
+// pair after x (the previous step), inRange is false for a pair n past
+// the filter's range; it returns up to limit versions as of p.Seq, in
+// order. w holds first's arguments.
+func (t *tx) walkPairs(ctx context.Context, p storage.VersionAsOfParams, w *where, first, next, inRange string, limit int) ([]trove.MemoryVersion, error) {
+	w.args = append(w.args, p.Seq, p.StoreID, limit)
+	seq, store, lim := len(w.args)-2, len(w.args)-1, len(w.args)
+	// keep(n) is the seq of n's memory as of S when that version is at
+	// n's path and not a deletion, else NULL.
+	keep := fmt.Sprintf(`(SELECT v.seq FROM versions AS v WHERE v.store_id = $1 AND v.seq =
+			(SELECT y.seq FROM versions AS y WHERE y.memory_id = n.memory_id AND y.seq <= $%d AND y.store_id COLLATE "C" = $%d
+				ORDER BY y.seq DESC LIMIT 1)
+			AND v.path IS NOT DISTINCT FROM n.path AND v.operation <> 'deleted')`, seq, store)
+	q := fmt.Sprintf(`WITH RECURSIVE walk (wpath, wmid, wseq, cnt) AS (
+			SELECT n.path, n.memory_id, k.s, (k.s IS NOT NULL)::int
+			FROM (SELECT path, memory_id FROM versions WHERE %[2]s ORDER BY path, memory_id COLLATE "C" LIMIT 1) AS n
+				CROSS JOIN LATERAL (SELECT %[1]s AS s) AS k
+			WHERE %[4]s
+		UNION ALL
+			SELECT n.path, n.memory_id, k.s, x.cnt + (k.s IS NOT NULL)::int
+			FROM walk AS x
+				CROSS JOIN LATERAL (SELECT path, memory_id FROM versions WHERE %[3]s ORDER BY path, memory_id COLLATE "C" LIMIT 1) AS n
+				CROSS JOIN LATERAL (SELECT %[1]s AS s) AS k
+			WHERE x.cnt < $%[5]d AND %[4]s
+		)
+		SELECT %[6]s FROM walk JOIN versions ON versions.store_id = $1 AND versions.seq = walk.wseq
+		ORDER BY walk.wpath, walk.wmid COLLATE "C" LIMIT $%[5]d`, keep, first, next, inRange, lim, versionCols(p.WithContent))
+	return t.queryVersionsMax(ctx, 0, q, w.args...)
 }
 
 // storeOnly is the condition "alias.store_id = ?" in a form that no index
