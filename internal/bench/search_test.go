@@ -186,15 +186,26 @@ func load(b *testing.B, a *api, c *loadgen.Corpus, storeID string) {
 // same schema without the search index.
 func dropSearchIndex(b *testing.B, path string) {
 	b.Helper()
+	execRaw(b, path, "DROP TRIGGER memories_search_queue_insert", "DROP TRIGGER memories_search_queue_update",
+		"DROP TRIGGER memories_search_queue_delete", "DROP TABLE memories_search_queue", "DROP TABLE memories_search")
+}
+
+// dropPathIndex drops versions_by_path (SQLite migration 0018), the index
+// behind an older moment's as-of page.
+func dropPathIndex(b *testing.B, path string) {
+	b.Helper()
+	execRaw(b, path, "DROP INDEX versions_by_path")
+}
+
+// execRaw runs statements on the SQLite database at path, outside the driver.
+func execRaw(b *testing.B, path string, stmts ...string) {
+	b.Helper()
 	raw, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()+"?_busy_timeout=5000")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer raw.Close()
-	for _, q := range []string{
-		"DROP TRIGGER memories_search_queue_insert", "DROP TRIGGER memories_search_queue_update",
-		"DROP TRIGGER memories_search_queue_delete", "DROP TABLE memories_search_queue", "DROP TABLE memories_search",
-	} {
+	for _, q := range stmts {
 		if _, err := raw.Exec(q); err != nil {
 			b.Fatalf("%s: %v", q, err)
 		}
@@ -225,7 +236,22 @@ func dropSearchIndex(b *testing.B, path string) {
 // indexes a chunk at every lag.
 //
 //	go test -run '^$' -bench SearchIndexWrites -benchtime 1x ./internal/bench/
-func BenchmarkSearchIndexWrites(b *testing.B) {
+func BenchmarkSearchIndexWrites(b *testing.B) { benchWriteCost(b, dropSearchIndex, true) }
+
+// BenchmarkPathIndexWrites: the cost of versions_by_path (SQLite 0018), as
+// BenchmarkSearchIndexWrites measures the search index's: core write
+// throughput and CPU per write with the index against the same schema
+// without it, in alternating rounds; both sides keep the search index with
+// the driver's default lag (nothing deferred is timed apart):
+//
+//	go test -run '^$' -bench PathIndexWrites -benchtime 1x ./internal/bench/
+func BenchmarkPathIndexWrites(b *testing.B) { benchWriteCost(b, dropPathIndex, false) }
+
+// benchWriteCost measures writes on a database as migrated ("with")
+// against one that drop has changed ("without"), as described at
+// BenchmarkSearchIndexWrites; searchDeferred turns the committer's search
+// catch-ups off on both and times the indexed side's CatchUpSearch apart.
+func benchWriteCost(b *testing.B, drop func(*testing.B, string), searchDeferred bool) {
 	const rounds, searchRound = 5, 1000
 	for _, op := range []string{"create", "update"} {
 		for _, conc := range []int{1, 16} {
@@ -250,14 +276,17 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 					// The queue is applied only by CatchUpSearch below (not
 					// at the lag, nor when idle), so that with-% is the
 					// write path's alone and all-% adds all the indexing.
-					opts := sqlite.Options{AutoMigrate: true, SearchIndexLag: -1, SearchIndexIdle: -1}
+					opts := sqlite.Options{AutoMigrate: true}
+					if searchDeferred {
+						opts.SearchIndexLag, opts.SearchIndexIdle = -1, -1
+					}
 					db, err := sqlite.Open(ctx, path, opts)
 					if err != nil {
 						b.Fatal(err)
 					}
 					if !index {
 						db.Close()
-						dropSearchIndex(b, path)
+						drop(b, path)
 						if db, err = sqlite.Open(ctx, path, opts); err != nil {
 							b.Fatal(err)
 						}
@@ -283,7 +312,7 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 							return err
 						}
 						catchUp := func() time.Duration {
-							if s != with {
+							if s != with || !searchDeferred {
 								return 0
 							}
 							start := time.Now()
@@ -321,8 +350,10 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 				b.ReportMetric(wc, "with-cpu-us")
 				b.ReportMetric(woc, "without-cpu-us")
 				b.ReportMetric(100*woc/wc, "cpu-%")
-				b.ReportMetric(median(with.catchUps), "catchup-us")
-				b.ReportMetric(100*median(with.allRates)/wo, "all-%")
+				if searchDeferred {
+					b.ReportMetric(median(with.catchUps), "catchup-us")
+					b.ReportMetric(100*median(with.allRates)/wo, "all-%")
+				}
 			})
 		}
 	}

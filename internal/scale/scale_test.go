@@ -312,6 +312,9 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := os.MkdirAll(filepath.Dir(r.workspaceFile()), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(r.workspaceFile(), b, 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -34,18 +34,20 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 
 // VersionAsOf returns each memory's newest version with seq <= p.Seq that
 // is not a deletion, ordered bytewise (COLLATE "C") by path, a redacted
-// one's NULL path first, then memory ID. Its cost does not grow with the store's history
-// (docs/perf/scale.md):
+// one's NULL path first, then memory ID. Its cost grows with the page, not
+// with the store's history (docs/perf/scale.md), by one of four plans:
 //
 //   - one memory (p.MemoryID): one probe of versions_by_memory_seq for the
 //     memory's newest seq <= p.Seq;
-//   - a moment in the newer half of the history (head − p.Seq <= p.Seq): a
-//     page of the live memories untouched since the moment plus the
-//     memories the versions after it touched (see below);
-//   - an older moment: a walk of the (path, memory) pairs (asOfWalk); when
-//     the history up to the moment is short for the page, or there is no
-//     limit, the newest seq per memory from the versions_by_seq range up
-//     to the moment, then the version by versions_by_seq.
+//   - a page (a limit) whose moment has more than walkMinSeqPerRow versions
+//     per row both before and after it: asOfWalk, a skip scan of the
+//     versions' (path, memory) pairs;
+//   - else a moment in the newer half of the history (head − p.Seq <=
+//     p.Seq): a page of the live memories untouched since the moment plus
+//     the memories the versions after it touched (see below);
+//   - else (an older moment) the newest seq per memory from the
+//     versions_by_seq range up to the moment, then the version by
+//     versions_by_seq.
 //
 // For a recent moment S the state is the union of the live memories that
 // no version after S touched (as of S they were what they are now: their
@@ -83,7 +85,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	if err := t.queryRow(ctx, `SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = $1), 0)`, p.StoreID).Scan(&head); err != nil {
 		return nil, translate(err)
 	}
-	if head-p.Seq > p.Seq && p.Limit > 0 && p.Seq > walkMinSeqPerRow*int64(p.Limit) {
+	if p.Limit > 0 && min(p.Seq, head-p.Seq) > walkMinSeqPerRow*int64(p.Limit) {
 		return t.asOfWalk(ctx, p)
 	}
 	if head-p.Seq > p.Seq {
@@ -141,12 +143,13 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 }
 
-// walkMinSeqPerRow: an older moment's page is walked (asOfWalk) when the
-// history up to the moment holds more than this many versions per row of
-// the page; a shorter history is cheaper read in one pass.
+// walkMinSeqPerRow: a page is walked (asOfWalk) when the part of the
+// history the other plans read — the versions up to the moment, or those
+// after it for a recent one — holds more than this many versions per row
+// of the page; a shorter one is cheaper read directly.
 const walkMinSeqPerRow = 32
 
-// asOfWalk is VersionAsOf of an older moment S, one page, in a cost that
+// asOfWalk is VersionAsOf of a moment S, one page, in a cost that
 // grows with the page (and the pairs skipped on the way), not with the
 // history. A recursive query walks the distinct (path, memory ID) pairs of
 // the store's versions in the page's order through versions_by_path (a

@@ -30,15 +30,22 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 
 // VersionAsOf returns each memory's newest version with seq <= p.Seq that
 // is not a deletion, ordered by path, a redacted one's NULL path first,
-// then memory ID. Its cost does not grow with the store's history (docs/perf/scale.md):
+// then memory ID. Its cost grows with the page, not with the store's
+// history (docs/perf/scale.md), by one of four plans:
 //
 //   - one memory (p.MemoryID): one probe of versions_by_memory_seq for the
 //     memory's newest seq <= p.Seq;
-//   - a moment in the newer half of the history (head − p.Seq <= p.Seq):
-//     asOfRecent, a page of the live memories untouched since the moment
-//     plus the memories the versions after it touched;
-//   - an older moment: the newest seq per memory from the versions_by_seq
-//     range up to the moment, then the version by versions_by_seq.
+//   - a page (a limit) whose moment has more than walkMinSeqPerRow versions
+//     per row both before and after it: asOfWalk, a skip scan of the
+//     versions' (path, memory) pairs;
+//   - else a moment in the newer half of the history (head − p.Seq <=
+//     p.Seq): asOfRecent, a page of the live memories untouched since the
+//     moment plus the memories the versions after it touched;
+//   - else (an older moment) the newest seq per memory from the
+//     versions_by_seq range up to the moment, then the version by
+//     versions_by_seq.
+//
+// Without a limit the last two read what they read for a page.
 func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]trove.MemoryVersion, error) {
 	content := "NULL"
 	if p.WithContent {
@@ -69,11 +76,11 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 		`SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = ?), 0)`, p.StoreID); err != nil {
 		return nil, err
 	}
+	if p.Limit > 0 && min(p.Seq, head-p.Seq) > walkMinSeqPerRow*int64(p.Limit) {
+		return t.asOfWalk(ctx, p, content)
+	}
 	if head-p.Seq <= p.Seq {
 		return t.asOfRecent(ctx, p, content, &w)
-	}
-	if p.Limit > 0 && p.Seq > walkMinSeqPerRow*int64(p.Limit) {
-		return t.asOfWalk(ctx, p, content)
 	}
 	// A short history up to the moment (or no limit): one pass over it.
 	inner := `SELECT memory_id AS mid, max(seq) AS s FROM versions WHERE store_id = ? AND seq <= ? GROUP BY memory_id`
@@ -133,13 +140,14 @@ func (t *tx) asOfRecent(ctx context.Context, p storage.VersionAsOfParams, conten
 	return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
 }
 
-// walkMinSeqPerRow: an older moment's page is walked (asOfWalk) when the
-// history up to the moment holds more than this many versions per row of
-// the page; a shorter history is cheaper read in one pass (about 1 µs per
-// version against tens of µs per step of the walk).
+// walkMinSeqPerRow: a page is walked (asOfWalk) when the part of the
+// history the other plans read — the versions up to the moment, or those
+// after it for a recent one — holds more than this many versions per row
+// of the page; a shorter one is cheaper read directly (about 2 µs per
+// version against 20–60 µs per step of the walk, docs/perf/scale.md).
 const walkMinSeqPerRow = 32
 
-// asOfWalk is VersionAsOf of an older moment S, one page, in a cost that
+// asOfWalk is VersionAsOf of a moment S, one page, in a cost that
 // grows with the page (and the (path, memory) pairs skipped on the way),
 // not with the history. It walks the distinct (path, memory ID) pairs of
 // the store's versions in the page's order through versions_by_path, one
