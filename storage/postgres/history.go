@@ -234,7 +234,9 @@ func (t *tx) walkPairs(ctx context.Context, p storage.VersionAsOfParams, w *wher
 	w.args = append(w.args, p.Seq, p.StoreID, limit)
 	seq, store, lim := len(w.args)-2, len(w.args)-1, len(w.args)
 	// keep(n) is the seq of n's memory as of S when that version is at
-	// n's path and not a deletion, else NULL.
+	// n's path and not a deletion, else NULL. It is selected in a lateral
+	// subquery with OFFSET 0, which the planner does not flatten: flattened,
+	// it ran twice per pair, once per use of k.s.
 	keep := fmt.Sprintf(`(SELECT v.seq FROM versions AS v WHERE v.store_id = $1 AND v.seq =
 			(SELECT y.seq FROM versions AS y WHERE y.memory_id = n.memory_id AND y.seq <= $%d AND y.store_id COLLATE "C" = $%d
 				ORDER BY y.seq DESC LIMIT 1)
@@ -242,13 +244,13 @@ func (t *tx) walkPairs(ctx context.Context, p storage.VersionAsOfParams, w *wher
 	q := fmt.Sprintf(`WITH RECURSIVE walk (wpath, wmid, wseq, cnt) AS (
 			SELECT n.path, n.memory_id, k.s, (k.s IS NOT NULL)::int
 			FROM (SELECT path, memory_id FROM versions WHERE %[2]s ORDER BY path, memory_id COLLATE "C" LIMIT 1) AS n
-				CROSS JOIN LATERAL (SELECT %[1]s AS s) AS k
+				CROSS JOIN LATERAL (SELECT %[1]s AS s OFFSET 0) AS k
 			WHERE %[4]s
 		UNION ALL
 			SELECT n.path, n.memory_id, k.s, x.cnt + (k.s IS NOT NULL)::int
 			FROM walk AS x
 				CROSS JOIN LATERAL (SELECT path, memory_id FROM versions WHERE %[3]s ORDER BY path, memory_id COLLATE "C" LIMIT 1) AS n
-				CROSS JOIN LATERAL (SELECT %[1]s AS s) AS k
+				CROSS JOIN LATERAL (SELECT %[1]s AS s OFFSET 0) AS k
 			WHERE x.cnt < $%[5]d AND %[4]s
 		)
 		SELECT %[6]s FROM walk JOIN versions ON versions.store_id = $1 AND versions.seq = walk.wseq
