@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -21,7 +22,9 @@ func (s *Service) DiffStore(ctx context.Context, storeID string, from, to trove.
 }
 
 // kindDiff is the cursor kind of a store diff: the pinned moments (S,
-// "from:to") and the last memory's diffKey (F).
+// "from:to", then ":f", ":t" or ":ft" when the From or To state, or both,
+// holds nothing after the cursor: diffKeyset reads no more of it) and the
+// last memory's diffKey (F).
 const kindDiff = "d"
 
 // DiffStorePage is one page of the comparison of a store at two moments
@@ -48,13 +51,14 @@ func (s *Service) DiffStorePage(ctx context.Context, storeID string, p trove.Dif
 		return nil, trove.Errorf(trove.EINVALID, "limit must be between 1 and %d, got %d", trove.MaxDiffPageSize, limit)
 	}
 	after, pinned := "", false
+	var ended sidesEnded
 	out := &trove.StoreDiff{Changes: []trove.MemoryDiff{}}
 	if p.Cursor != "" {
 		c, err := decodeCursor(p.Cursor, kindDiff)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := fmt.Sscanf(c.S, "%d:%d", &out.FromSeq, &out.ToSeq); err != nil || out.FromSeq < 0 || out.ToSeq < 0 || c.F == "" {
+		if out.FromSeq, out.ToSeq, ended, err = parseDiffMoments(c.S); err != nil || c.F == "" {
 			return nil, errBadCursor()
 		}
 		after, pinned = c.F, true
@@ -79,10 +83,10 @@ func (s *Service) DiffStorePage(ctx context.Context, storeID string, p trove.Dif
 		if small {
 			out.Changes, more, err = diffVersions(ctx, tx, storeID, a, b, out.FromSeq, out.ToSeq, after, limit)
 		} else {
-			out.Changes, more, err = diffKeyset(ctx, tx, storeID, out.FromSeq, out.ToSeq, after, limit)
+			out.Changes, more, ended, err = diffKeyset(ctx, tx, storeID, out.FromSeq, out.ToSeq, after, limit, ended)
 		}
 		if more {
-			out.NextPage = encodeCursor(cursorJSON{K: kindDiff, S: fmt.Sprintf("%d:%d", out.FromSeq, out.ToSeq), F: diffKey(out.Changes[len(out.Changes)-1])})
+			out.NextPage = encodeCursor(cursorJSON{K: kindDiff, S: fmt.Sprintf("%d:%d", out.FromSeq, out.ToSeq) + ended.suffix(), F: diffKey(out.Changes[len(out.Changes)-1])})
 		}
 		return err
 	})
@@ -90,6 +94,50 @@ func (s *Service) DiffStorePage(ctx context.Context, storeID string, p trove.Dif
 		return nil, err
 	}
 	return out, nil
+}
+
+// sidesEnded says which as-of states of a diff hold nothing after a page's
+// cursor.
+type sidesEnded struct{ from, to bool }
+
+func (e sidesEnded) suffix() string {
+	switch {
+	case e.from && e.to:
+		return ":ft"
+	case e.from:
+		return ":f"
+	case e.to:
+		return ":t"
+	}
+	return ""
+}
+
+// parseDiffMoments parses a diff cursor's S: "from:to" and sidesEnded's
+// suffix.
+func parseDiffMoments(s string) (from, to int64, ended sidesEnded, err error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, 0, ended, errBadCursor()
+	}
+	if from, err = strconv.ParseInt(parts[0], 10, 64); err != nil || from < 0 {
+		return 0, 0, ended, errBadCursor()
+	}
+	if to, err = strconv.ParseInt(parts[1], 10, 64); err != nil || to < 0 {
+		return 0, 0, ended, errBadCursor()
+	}
+	if len(parts) == 3 {
+		switch parts[2] {
+		case "f":
+			ended.from = true
+		case "t":
+			ended.to = true
+		case "ft":
+			ended.from, ended.to = true, true
+		default:
+			return 0, 0, ended, errBadCursor()
+		}
+	}
+	return from, to, ended, nil
 }
 
 // diffScanLimit bounds the versions between two moments that diffSides
@@ -193,19 +241,26 @@ func diffVersions(ctx context.Context, tx storage.Tx, storeID string, a, b []tro
 // a point read of the other side (VersionAsOf of one memory), and is
 // skipped when that side gives its key. A page then costs its memories,
 // the unchanged ones it steps over, and one VersionAsOf call per side per
-// chunk, whose own cost is the driver's (for SQLite and PostgreSQL it
-// grows with the versions after a recent moment, or the history before an
-// old one; nothing for moment 0, little for now): see
+// chunk, whose own cost is the driver's (for SQLite and PostgreSQL, its
+// chunk and the pairs it steps over, or for a moment near either end of
+// the history the versions on the short side): see
 // docs/perf/timemachine.md.
-func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toSeq int64, after string, limit int) (_ []trove.MemoryDiff, more bool, _ error) {
+//
+// A side whose state holds nothing after the page (its stream ended, and
+// nothing it gave is after the page's last memory) is reported in ended
+// and not read again on later pages (ended in): without that, once one
+// side was done — all of a moved directory's old paths, say — every later
+// page read that side's state from the cursor to its end again, to find
+// nothing.
+func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toSeq int64, after string, limit int, ended sidesEnded) (_ []trove.MemoryDiff, more bool, _ sidesEnded, _ error) {
 	var start *storage.AsOfPosition
 	if after != "" {
 		path, id, _ := strings.Cut(after, "\x00")
 		start = &storage.AsOfPosition{Path: path, MemoryID: id}
 	}
 	chunk := max(limit+1, asOfStreamMinChunk)
-	from := &asOfStream{tx: tx, storeID: storeID, seq: fromSeq, after: start, chunk: chunk}
-	to := &asOfStream{tx: tx, storeID: storeID, seq: toSeq, after: start, chunk: chunk}
+	from := &asOfStream{tx: tx, storeID: storeID, seq: fromSeq, after: start, chunk: chunk, done: ended.from}
+	to := &asOfStream{tx: tx, storeID: storeID, seq: toSeq, after: start, chunk: chunk, done: ended.to}
 	pointRead := func(seq int64, memoryID string) (*trove.MemoryVersion, error) {
 		if seq == 0 {
 			return nil, nil
@@ -220,16 +275,16 @@ func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toS
 	for {
 		f, err := from.peek(ctx)
 		if err != nil {
-			return nil, false, err
+			return nil, false, ended, err
 		}
 		t, err := to.peek(ctx)
 		if err != nil {
-			return nil, false, err
+			return nil, false, ended, err
 		}
 		var x, y *trove.MemoryVersion
 		switch c := comparePositions(t, f); {
 		case t == nil && f == nil:
-			return pg.nonNil(), false, nil
+			return pg.nonNil(), false, sidesEnded{true, true}, nil
 		case c == 0: // the same memory at the same position: To's to give
 			x, y = f, t
 			from.next()
@@ -238,7 +293,7 @@ func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toS
 			y = t
 			to.next()
 			if x, err = pointRead(fromSeq, y.MemoryID); err != nil {
-				return nil, false, err
+				return nil, false, ended, err
 			}
 			if y.Path == nil && x != nil && x.Path != nil {
 				continue
@@ -247,7 +302,7 @@ func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toS
 			x = f
 			from.next()
 			if y, err = pointRead(toSeq, x.MemoryID); err != nil {
-				return nil, false, err
+				return nil, false, ended, err
 			}
 			if y != nil && (y.Path != nil || x.Path == nil) {
 				continue
@@ -264,10 +319,11 @@ func diffKeyset(ctx context.Context, tx storage.Tx, storeID string, fromSeq, toS
 			continue
 		}
 		if pg.full(limit) {
-			return pg.out, true, nil
+			last := diffKey(pg.out[len(pg.out)-1])
+			return pg.out, true, sidesEnded{from.endedBy(last), to.endedBy(last)}, nil
 		}
 		if err := pg.add(ctx, tx, storeID, d, x, y, fromSeq, toSeq); err != nil {
-			return nil, false, err
+			return nil, false, ended, err
 		}
 	}
 }
@@ -373,14 +429,16 @@ type asOfStream struct {
 	after   *storage.AsOfPosition
 	chunk   int
 	buf     []trove.MemoryVersion
-	done    bool
+	done    bool   // no read is left: the last one returned all there was
+	last    string // the key (diffKey form) of the version next dropped last
 }
 
 // An asOfStream's first read asks for asOfStreamMinChunk versions (or the
-// page's limit + 1 when more) — a driver's as-of read of an old moment
-// costs a pass over the history up to it whatever its limit, so one read
-// a page is the aim — and asOfStreamMaxChunk bounds the versions
-// (metadata, no content) it holds at once.
+// page's limit + 1 when more) — a driver's as-of read has a cost of its own
+// besides its rows (for a moment near an end of the history, the versions
+// on the short side), so few reads a page is the aim — and
+// asOfStreamMaxChunk bounds the versions (metadata, no content) it holds
+// at once.
 const (
 	asOfStreamMinChunk = 64
 	asOfStreamMaxChunk = 1000
@@ -410,7 +468,24 @@ func (s *asOfStream) peek(ctx context.Context) (*trove.MemoryVersion, error) {
 }
 
 // next drops the version peek returned.
-func (s *asOfStream) next() { s.buf = s.buf[1:] }
+func (s *asOfStream) next() {
+	s.last = positionKey(&s.buf[0])
+	s.buf = s.buf[1:]
+}
+
+// endedBy reports whether the stream's state holds nothing after the
+// diffKey key: it has read its last and dropped all it read, none after key.
+func (s *asOfStream) endedBy(key string) bool {
+	return s.done && len(s.buf) == 0 && s.last <= key
+}
+
+// positionKey is a version's position in VersionAsOf's order in diffKey's
+// form ("path\x00memory ID", a redacted version's path empty), which
+// orders the same.
+func positionKey(v *trove.MemoryVersion) string {
+	p := asOfPosition(v)
+	return p.Path + "\x00" + p.MemoryID
+}
 
 // asOfPosition is v's position in VersionAsOf's order.
 func asOfPosition(v *trove.MemoryVersion) *storage.AsOfPosition {
