@@ -143,8 +143,11 @@ func parseDiffMoments(s string) (from, to int64, ended sidesEnded, err error) {
 // diffScanLimit bounds the versions between two moments that diffSides
 // reads to find the memories they touched; past it, diffKeyset's keyset
 // reads of the two as-of states are cheaper than a point read per touched
-// memory.
-const diffScanLimit = 2000
+// memory. Every page pays that scan (up to diffScanLimit + 1 versions)
+// before it knows which way to go: at 2,000 it was most of a far diff's
+// page (BenchmarkDiffPaging, 20,000 memories: 10–12 ms a page at 2,000,
+// 2.9–4.3 at 500; docs/perf/timemachine.md).
+const diffScanLimit = 500
 
 // diffSides returns the two sides of a diff between fromSeq and toSeq: the
 // versions current at each moment of the memories that a version between

@@ -15,9 +15,12 @@ import (
 	"github.com/trovehq/trove"
 )
 
-// diffFarApart is more versions than core's diffScanLimit (2,000), the
+// diffFarApart is more versions than core's diffScanLimit (500), the
 // distance between two moments past which a diff is paged through the two
-// as-of states rather than through the versions between them.
+// as-of states rather than through the versions between them. 2,100, not
+// just over 500: the random history this long is what makes a page end at
+// a side's last memory, which the ended-side check needs (at 700 no page
+// did).
 const diffFarApart = 2100
 
 // testDiffPagingFar builds a random history with more than diffFarApart
