@@ -156,7 +156,7 @@ func checkDiffPagingFar(t *testing.T, e *env, rng *rand.Rand) {
 		from, to trove.Moment
 		limits   []int
 	}{
-		{"from-to", trove.Moment{Seq: from}, trove.Moment{Seq: to}, []int{7, 0}},
+		{"from-to", trove.Moment{Seq: from}, trove.Moment{Seq: to}, []int{7}},
 		{"empty-to", trove.Moment{Time: &before}, trove.Moment{Seq: to}, []int{4, 0}},
 		{"to-empty", trove.Moment{Seq: to}, trove.Moment{Time: &before}, []int{5}},
 		{"from-now", trove.Moment{Seq: from}, trove.Moment{Seq: now}, []int{0}},
