@@ -25,7 +25,7 @@ import (
 // history, with each filter (path, prefix), paged by 1, 3 and 50 from
 // every kind of position (a redacted version's, a path's, one inside the
 // prefix and one before it), with and without content, and with MaxBytes.
-// 11 moments and about 600 calls: under a second, and about 45× that
+// 11 moments and about 400 calls: under a second, and about 30× that
 // under -race (SQLite's translated C is instrumented too).
 func testVersionAsOfLongHistory(t *testing.T, d storage.Driver) {
 	s := insertStore(t, d, newStore("wrkspc_a", secs(0)))
@@ -174,7 +174,7 @@ func testVersionAsOfLongHistory(t *testing.T, d storage.Driver) {
 	redactedSeen := false
 	read(t, d, func(ctx context.Context, tx storage.Tx) error {
 		for seq := int64(0); seq <= int64(len(all)); seq += 29 {
-			for _, f := range []storage.VersionAsOfParams{{}, {Prefix: "/d1/"}, {Path: "/d2/f3"}, {Prefix: "/d0/f"}} {
+			for _, f := range []storage.VersionAsOfParams{{}, {Prefix: "/d1/"}, {Path: "/d2/f3"}} {
 				whole := model(seq, f)
 				for _, v := range whole {
 					redactedSeen = redactedSeen || v.Path == nil
@@ -190,8 +190,8 @@ func testVersionAsOfLongHistory(t *testing.T, d storage.Driver) {
 				}
 				for _, limit := range []int{1, 3, 50} {
 					for j, after := range starts {
-						if limit == 50 && j > 1 {
-							break // a long page: from the start and from a redacted position
+						if limit == 50 && j > 0 {
+							break // a long page: from the start
 						}
 						{
 							// With content every other start (and MaxBytes
