@@ -477,6 +477,33 @@ type VersionAsOfParams struct {
 	MaxBytes int
 }
 
+// Walk reports whether a driver reads p by walking the store's versions in
+// the listing's order (a skip scan over their (path, memory) pairs, whose
+// cost is the page and the pairs it steps over) rather than by a plan that
+// reads one side of the history: for a store whose newest seq is head, a
+// page (a limit) whose moment S leaves that other plan too much to read
+// for it — in the newer half of the history (head − S <= S) more than
+// WalkRecentPerRow versions after S per row (reading the live memories and
+// probing each memory those versions touched, about a step of the walk
+// each), in the older half more than WalkOldPerRow versions up to S per
+// row (one pass over them, about 2 µs each against 20–60 µs per step of
+// the walk: docs/perf/scale.md). Both SQL drivers use it.
+func (p VersionAsOfParams) Walk(head int64) bool {
+	if p.Limit <= 0 || p.MemoryID != "" {
+		return false
+	}
+	if after := head - p.Seq; after <= p.Seq {
+		return after > WalkRecentPerRow*int64(p.Limit)
+	}
+	return p.Seq > WalkOldPerRow*int64(p.Limit)
+}
+
+// The thresholds of VersionAsOfParams.Walk.
+const (
+	WalkRecentPerRow = 4
+	WalkOldPerRow    = 32
+)
+
 // AsOfPosition is a position in VersionAsOf's order ("" for a NULL path).
 type AsOfPosition struct {
 	Path     string

@@ -40,7 +40,7 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 //   - one memory (p.MemoryID): one probe of versions_by_memory_seq for the
 //     memory's newest seq <= p.Seq;
 //   - a page (a limit) whose other plan would read too much for it
-//     (walkAsOf): asOfWalk, a skip scan of the
+//     (storage.VersionAsOfParams.Walk): asOfWalk, a skip scan of the
 //     versions' (path, memory) pairs;
 //   - else a moment in the newer half of the history (head − p.Seq <=
 //     p.Seq): a page of the live memories untouched since the moment plus
@@ -85,7 +85,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	if err := t.queryRow(ctx, `SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = $1), 0)`, p.StoreID).Scan(&head); err != nil {
 		return nil, translate(err)
 	}
-	if walkAsOf(p, head) {
+	if p.Walk(head) {
 		return t.asOfWalk(ctx, p)
 	}
 	if head-p.Seq > p.Seq {
@@ -142,29 +142,6 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 	q += w.limit(p.Limit)
 	return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 }
-
-// walkAsOf reports whether VersionAsOf reads p by asOfWalk, for a store
-// whose newest seq is head: a page (a limit) whose moment S leaves the
-// other plan too much to read for the page — in the newer half of the
-// history (head − S <= S) more than walkRecentPerRow versions after S per
-// row (the recent plan probes each memory they touched, about what a step
-// of the walk costs), in the older half more than walkOldPerRow versions
-// up to S per row (the one-pass plan reads them at about 2 µs each,
-// against 20–60 µs per step of the walk: docs/perf/scale.md).
-func walkAsOf(p storage.VersionAsOfParams, head int64) bool {
-	if p.Limit <= 0 {
-		return false
-	}
-	if after := head - p.Seq; after <= p.Seq {
-		return after > walkRecentPerRow*int64(p.Limit)
-	}
-	return p.Seq > walkOldPerRow*int64(p.Limit)
-}
-
-const (
-	walkRecentPerRow = 4
-	walkOldPerRow    = 32
-)
 
 // asOfWalk is VersionAsOf of a moment S, one page, in a cost that
 // grows with the page (and the pairs skipped on the way), not with the

@@ -36,7 +36,7 @@ func (t *tx) VersionSeqAt(ctx context.Context, storeID string, at time.Time) (in
 //   - one memory (p.MemoryID): one probe of versions_by_memory_seq for the
 //     memory's newest seq <= p.Seq;
 //   - a page (a limit) whose other plan would read too much for it
-//     (walkAsOf): asOfWalk, a skip scan of the
+//     (storage.VersionAsOfParams.Walk): asOfWalk, a skip scan of the
 //     versions' (path, memory) pairs;
 //   - else a moment in the newer half of the history (head − p.Seq <=
 //     p.Seq): asOfRecent, a page of the live memories untouched since the
@@ -76,7 +76,7 @@ func (t *tx) VersionAsOf(ctx context.Context, p storage.VersionAsOfParams) ([]tr
 		`SELECT coalesce((SELECT last FROM version_seqs WHERE store_id = ?), 0)`, p.StoreID); err != nil {
 		return nil, err
 	}
-	if walkAsOf(p, head) {
+	if p.Walk(head) {
 		return t.asOfWalk(ctx, p, content)
 	}
 	if head-p.Seq <= p.Seq {
@@ -139,29 +139,6 @@ func (t *tx) asOfRecent(ctx context.Context, p storage.VersionAsOfParams, conten
 	args = append(args, limitArg(p.Limit))
 	return t.queryVersionsMax(ctx, p.MaxBytes, q, args...)
 }
-
-// walkAsOf reports whether VersionAsOf reads p by asOfWalk, for a store
-// whose newest seq is head: a page (a limit) whose moment S leaves the
-// other plan too much to read for the page — in the newer half of the
-// history (head − S <= S) more than walkRecentPerRow versions after S per
-// row (the recent plan probes each memory they touched, about what a step
-// of the walk costs), in the older half more than walkOldPerRow versions
-// up to S per row (the one-pass plan reads them at about 2 µs each,
-// against 20–60 µs per step of the walk: docs/perf/scale.md).
-func walkAsOf(p storage.VersionAsOfParams, head int64) bool {
-	if p.Limit <= 0 {
-		return false
-	}
-	if after := head - p.Seq; after <= p.Seq {
-		return after > walkRecentPerRow*int64(p.Limit)
-	}
-	return p.Seq > walkOldPerRow*int64(p.Limit)
-}
-
-const (
-	walkRecentPerRow = 4
-	walkOldPerRow    = 32
-)
 
 // asOfWalk is VersionAsOf of a moment S, one page, in a cost that
 // grows with the page (and the (path, memory) pairs skipped on the way),

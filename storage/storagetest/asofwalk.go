@@ -1,7 +1,6 @@
 package storagetest
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,51 +124,10 @@ func testVersionAsOfLongHistory(t *testing.T, d storage.Driver) {
 		}
 		return nil
 	})
-	key := func(v trove.MemoryVersion) string {
-		if v.Path == nil {
-			return ""
-		}
-		return *v.Path
-	}
-	// model is the whole listing as of seq with p's filters, then p.After,
-	// p.Limit and p.MaxBytes applied in order.
+	key := asOfKey
 	model := func(seq int64, p storage.VersionAsOfParams) []trove.MemoryVersion {
-		newest := map[string]trove.MemoryVersion{}
-		for _, v := range all {
-			if v.Seq <= seq {
-				newest[v.MemoryID] = v
-			}
-		}
-		out := []trove.MemoryVersion{}
-		for _, v := range newest {
-			if v.Operation == trove.OpDeleted || (p.Path != "" && key(v) != p.Path) ||
-				(p.Prefix != "" && (v.Path == nil || !strings.HasPrefix(*v.Path, p.Prefix))) {
-				continue
-			}
-			if p.After != nil && cmp.Or(strings.Compare(key(v), p.After.Path), strings.Compare(v.MemoryID, p.After.MemoryID)) <= 0 {
-				continue
-			}
-			if !p.WithContent {
-				v.Content = nil
-			}
-			out = append(out, v)
-		}
-		slices.SortFunc(out, func(a, b trove.MemoryVersion) int {
-			return cmp.Or(strings.Compare(key(a), key(b)), strings.Compare(a.MemoryID, b.MemoryID))
-		})
-		if p.Limit > 0 && len(out) > p.Limit {
-			out = out[:p.Limit]
-		}
-		budget := p.MaxBytes
-		for i, v := range out {
-			if v.Content != nil {
-				budget -= len(*v.Content)
-			}
-			if p.MaxBytes > 0 && budget < 0 {
-				return out[:i+1]
-			}
-		}
-		return out
+		p.Seq = seq
+		return asOfModel(all, p)
 	}
 	redactedSeen := false
 	read(t, d, func(ctx context.Context, tx storage.Tx) error {

@@ -158,34 +158,10 @@ func testVersionAsOf(t *testing.T, d storage.Driver) {
 	all[6].RedactedAt = timePtr(secs(200))
 	all[6].RedactedBy = &trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_r"}
 
-	key := func(v trove.MemoryVersion) string {
-		if v.Path == nil {
-			return ""
-		}
-		return *v.Path
-	}
+	key := asOfKey
 	model := func(seq int64, p storage.VersionAsOfParams) []trove.MemoryVersion {
-		newest := map[string]trove.MemoryVersion{}
-		for _, v := range all {
-			if v.Seq <= seq && (p.MemoryID == "" || v.MemoryID == p.MemoryID) {
-				newest[v.MemoryID] = v
-			}
-		}
-		out := []trove.MemoryVersion{}
-		for _, v := range newest {
-			if v.Operation == trove.OpDeleted || (p.Path != "" && key(v) != p.Path) ||
-				(p.Prefix != "" && (v.Path == nil || !strings.HasPrefix(*v.Path, p.Prefix))) {
-				continue
-			}
-			if !p.WithContent {
-				v.Content = nil
-			}
-			out = append(out, v)
-		}
-		slices.SortFunc(out, func(a, b trove.MemoryVersion) int {
-			return cmp.Or(strings.Compare(key(a), key(b)), strings.Compare(a.MemoryID, b.MemoryID))
-		})
-		return out
+		p.Seq = seq
+		return asOfModel(all, p)
 	}
 	ids := func(vs []trove.MemoryVersion) []string {
 		out := []string{}
@@ -326,4 +302,56 @@ func testMemoryInsertBatch(t *testing.T, d storage.Driver) {
 		}
 		return nil
 	})
+}
+
+// asOfKey is a version's path in VersionAsOf's order, "" when redacted.
+func asOfKey(v trove.MemoryVersion) string {
+	if v.Path == nil {
+		return ""
+	}
+	return *v.Path
+}
+
+// asOfModel is what VersionAsOf must return for p over a store whose
+// versions are all (in seq order, redactions applied): each memory's newest
+// version with seq <= p.Seq that is not a deletion, with p's filters, in
+// (path, memory ID) order after p.After, then p.Limit and p.MaxBytes
+// applied in that order.
+func asOfModel(all []trove.MemoryVersion, p storage.VersionAsOfParams) []trove.MemoryVersion {
+	newest := map[string]trove.MemoryVersion{}
+	for _, v := range all {
+		if v.Seq <= p.Seq && (p.MemoryID == "" || v.MemoryID == p.MemoryID) {
+			newest[v.MemoryID] = v
+		}
+	}
+	out := []trove.MemoryVersion{}
+	for _, v := range newest {
+		if v.Operation == trove.OpDeleted || (p.Path != "" && asOfKey(v) != p.Path) ||
+			(p.Prefix != "" && (v.Path == nil || !strings.HasPrefix(*v.Path, p.Prefix))) {
+			continue
+		}
+		if p.After != nil && cmp.Or(strings.Compare(asOfKey(v), p.After.Path), strings.Compare(v.MemoryID, p.After.MemoryID)) <= 0 {
+			continue
+		}
+		if !p.WithContent {
+			v.Content = nil
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b trove.MemoryVersion) int {
+		return cmp.Or(strings.Compare(asOfKey(a), asOfKey(b)), strings.Compare(a.MemoryID, b.MemoryID))
+	})
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	budget := p.MaxBytes
+	for i, v := range out {
+		if v.Content != nil {
+			budget -= len(*v.Content)
+		}
+		if p.MaxBytes > 0 && budget < 0 {
+			return out[:i+1]
+		}
+	}
+	return out
 }
