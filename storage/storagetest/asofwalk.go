@@ -16,10 +16,9 @@ import (
 )
 
 // testVersionAsOfLongHistory checks VersionAsOf against a model on a
-// random history long enough that a driver may read an older moment's page
-// by another plan than a recent one's (storage/sqlite walks the versions'
-// (path, memory) pairs when the history up to the moment is long for the
-// page): creates, edits, renames, deletes, a deleted memory's ID created
+// random history long enough that the drivers read pages by each of their
+// plans (storage.VersionAsOfParams.Walk: a walk of the versions' (path,
+// memory) pairs, the recent plan, one pass over the history): creates, edits, renames, deletes, a deleted memory's ID created
 // again elsewhere, redactions of old versions; at moments across the whole
 // history, with each filter (path, prefix), paged by 1, 3 and 50 from
 // every kind of position (a redacted version's, a path's, one inside the
