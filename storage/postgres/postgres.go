@@ -392,6 +392,16 @@ func (db *DB) write(ctx context.Context, fn func(storage.Tx) error) error {
 	return &trove.Error{Code: trove.EUNAVAILABLE, Message: "the database is busy; retry", Err: err}
 }
 
+// runReleasing runs f on c and releases c however f ends: also when f
+// never returns, as when the goroutine exits inside it (runtime.Goexit: a
+// test's t.Fatal in a Read's function), which left the connection acquired
+// for good and Close waiting for it forever. A connection left inside a
+// transaction is closed by the pool on release, not reused.
+func runReleasing(c *pgxpool.Conn, f func(*pgxpool.Conn) error) error {
+	defer c.Release()
+	return f(c)
+}
+
 // withConn acquires a pooled connection within acquireTimeout and runs f on
 // it. A BEGIN that fails because a pooled connection died (Postgres
 // restarted, backend terminated) is retried on a fresh connection, since
@@ -408,8 +418,7 @@ func (db *DB) withConn(ctx context.Context, f func(*pgxpool.Conn) error) error {
 			}
 			return translate(aerr)
 		}
-		err = f(c)
-		c.Release()
+		err = runReleasing(c, f)
 		var be *beginError
 		if !errors.As(err, &be) {
 			return err
