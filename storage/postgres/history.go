@@ -223,7 +223,9 @@ func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams) ([]trove
 // first selects the region's first pair (the store ID is $1), next the
 // pair after x (the previous step), inRange is false for a pair n past
 // the filter's range; it returns up to limit versions as of p.Seq, in
-// order. w holds first's arguments.
+// order, stopping its read past p.MaxBytes of content as queryVersionsMax
+// does (asOfWalk applies the budget across both regions). w holds first's
+// arguments.
 func (t *tx) walkPairs(ctx context.Context, p storage.VersionAsOfParams, w *where, first, next, inRange string, limit int) ([]trove.MemoryVersion, error) {
 	w.args = append(w.args, p.Seq, p.StoreID, limit)
 	seq, store, lim := len(w.args)-2, len(w.args)-1, len(w.args)
@@ -249,7 +251,7 @@ func (t *tx) walkPairs(ctx context.Context, p storage.VersionAsOfParams, w *wher
 		)
 		SELECT %[6]s FROM walk JOIN versions ON versions.store_id = $1 AND versions.seq = walk.wseq
 		ORDER BY walk.wpath, walk.wmid COLLATE "C" LIMIT $%[5]d`, keep, first, next, inRange, lim, versionCols(p.WithContent))
-	return t.queryVersionsMax(ctx, 0, q, w.args...)
+	return t.queryVersionsMax(ctx, p.MaxBytes, q, w.args...)
 }
 
 // storeOnly is the condition "alias.store_id = ?" in a form that no index
