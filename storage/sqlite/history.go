@@ -178,8 +178,12 @@ func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams, content 
 	case p.Prefix != "":
 		end, hasEnd = prefixEnd(p.Prefix)
 	}
+	// pick is the memory's version as of S when it is at the pair's path
+	// and not a deletion (checked in the statement, so the content of a
+	// version not kept is never read).
 	pick := `SELECT ` + versionCols + `, ` + content + ` FROM versions WHERE store_id = ? AND seq =
-		(SELECT seq FROM versions WHERE memory_id = ? AND seq <= ? AND store_id = ? ORDER BY seq DESC LIMIT 1)`
+		(SELECT seq FROM versions WHERE memory_id = ? AND seq <= ? AND store_id = ? ORDER BY seq DESC LIMIT 1)
+		AND path IS ? AND operation <> 'deleted'`
 	out := []trove.MemoryVersion{}
 	budget := p.MaxBytes
 	for len(out) < p.Limit {
@@ -214,15 +218,12 @@ func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams, content 
 		}
 		cur.path, cur.mid, cur.inclusive = path.String, mid, false
 		var v trove.MemoryVersion
-		err = t.queryRow(ctx, "", "", func(r rowScanner) error { return scanVersion(r, &v) }, pick, p.StoreID, mid, p.Seq, p.StoreID)
+		err = t.queryRow(ctx, "", "", func(r rowScanner) error { return scanVersion(r, &v) }, pick, p.StoreID, mid, p.Seq, p.StoreID, path)
 		if trove.ErrorCode(err) == trove.ENOTFOUND {
-			continue // the memory was created after S
+			continue // created after S, gone at S, or at another path then
 		}
 		if err != nil {
 			return nil, err
-		}
-		if v.Operation == trove.OpDeleted || (v.Path == nil) != !path.Valid || v.Path != nil && *v.Path != path.String {
-			continue // gone at S, or at another path then
 		}
 		out = append(out, v)
 		if v.Content != nil {
