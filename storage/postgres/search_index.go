@@ -4,7 +4,7 @@ package postgres
 // queues the changed memory's ID (a trigger on memories); this node's
 // indexer moves queued memories into memories_fts outside the writes'
 // transactions. Searches need not wait for it: MemorySearch computes the
-// vectors of queued memories itself (searchCandidates), so the indexer
+// vectors of queued memories itself (searchQueued), so the indexer
 // only keeps that work small.
 //
 // The indexer is one goroutine per DB. The first Write after a catch-up
@@ -184,8 +184,8 @@ func (db *DB) CatchUpSearch(ctx context.Context) error {
 			if _, err := t.exec(bctx, `DELETE FROM memories_fts WHERE memory_id = ANY($1)`, ids); err != nil {
 				return translate(err)
 			}
-			_, err = t.exec(bctx, `INSERT INTO memories_fts (memory_id, search)
-				SELECT id, trove_search_vector(path, content) FROM memories WHERE id = ANY($1)`, ids)
+			_, err = t.exec(bctx, `INSERT INTO memories_fts (memory_id, store_id, search)
+				SELECT id, store_id, trove_search_vector(path, content) FROM memories WHERE id = ANY($1)`, ids)
 			return translate(err)
 		})
 		cancel()
