@@ -25,7 +25,7 @@ const refFSVersion = "2026.8.31"
 
 // The edit workload of BenchmarkMCPEdits: mcpBenchFiles files are written,
 // then mcpBenchHot of them get mcpBenchSlots str_replace edits each (one per
-// slot line), mcpBenchConc calls at a time.
+// slot line), mcpBenchConc calls at a time (one in the one-client order).
 const (
 	mcpBenchFiles = 300
 	mcpBenchHot   = 50
@@ -85,15 +85,24 @@ const (
 	mcpBenchEditChunk  = 5 * mcpBenchSlots // edits
 )
 
+// mcpBenchOrder is how the workload's calls are handed out: spread edits
+// go round-robin over the files instead of file by file, and conc calls
+// are in flight at a time.
+type mcpBenchOrder struct {
+	name   string
+	spread bool
+	conc   int
+}
+
 // runMCPBench runs the workload on each server: it writes the files, then
-// runs the edits, mcpBenchConc calls at a time, and counts the
+// runs the edits, order.conc calls at a time, and counts the
 // acknowledged edits the final content lacks. The servers take turns chunk
 // by chunk (mcpBenchWriteChunk writes, mcpBenchEditChunk edits), the first
 // server alternating, so that the machine's load, which drifts over
 // seconds on a shared machine, weighs alike on both. The edits are handed
 // out file by file (the calls in flight edit one file), or with spread
 // round-robin over the files (the calls in flight edit different files).
-func runMCPBench(b *testing.B, servers []*mcpBenchServer, spread bool) []mcpBenchResult {
+func runMCPBench(b *testing.B, servers []*mcpBenchServer, order mcpBenchOrder) []mcpBenchResult {
 	b.Helper()
 	ctx := context.Background()
 	res := make([]mcpBenchResult, len(servers))
@@ -105,7 +114,7 @@ func runMCPBench(b *testing.B, servers []*mcpBenchServer, spread bool) []mcpBenc
 		var wg sync.WaitGroup
 		var firstErr atomic.Value
 		start := time.Now()
-		for w := 0; w < mcpBenchConc; w++ {
+		for w := 0; w < order.conc; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -137,7 +146,7 @@ func runMCPBench(b *testing.B, servers []*mcpBenchServer, spread bool) []mcpBenc
 	write := func(s *mcpBenchServer, k int) *mcp.CallToolParams { return s.write(k) }
 	edit := func(s *mcpBenchServer, k int) *mcp.CallToolParams {
 		i, slot := k/mcpBenchSlots, k%mcpBenchSlots
-		if spread {
+		if order.spread {
 			i, slot = k%mcpBenchHot, k/mcpBenchHot
 		}
 		return s.edit(i, fmt.Sprintf("slot %02d of file %03d: before", slot, i), fmt.Sprintf("slot %02d of file %03d: after", slot, i))
@@ -333,20 +342,22 @@ func startRefMCP(b *testing.B, client *mcp.Client) (cs *mcp.ClientSession, dir s
 // hot-files hands the edits out file by file, so the calls in flight edit
 // one file (the reference, which reads, modifies and writes without a
 // lock, loses most of them; trove runs them one after the other); spread
-// hands them out round-robin, so they edit different files. Run with
-// -benchtime 1x -count 5:
+// hands them out round-robin, so they edit different files; one-client
+// makes every call, writes included, one after the other, as one agent
+// does (file by file). Run with -benchtime 1x -count 5:
 //
 //	go test -run '^$' -bench BenchmarkMCPEdits -benchtime 1x -count 5 ./cmd/trove/cli/
 func BenchmarkMCPEdits(b *testing.B) {
-	for _, order := range []struct {
-		name   string
-		spread bool
-	}{{"hot-files", false}, {"spread", true}} {
-		b.Run(order.name, func(b *testing.B) { benchMCPEdits(b, order.spread) })
+	for _, order := range []mcpBenchOrder{
+		{name: "hot-files", conc: mcpBenchConc},
+		{name: "spread", spread: true, conc: mcpBenchConc},
+		{name: "one-client", conc: 1},
+	} {
+		b.Run(order.name, func(b *testing.B) { benchMCPEdits(b, order) })
 	}
 }
 
-func benchMCPEdits(b *testing.B, spread bool) {
+func benchMCPEdits(b *testing.B, order mcpBenchOrder) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "trove-bench", Version: "1"}, nil)
 	var troveOps, refOps, troveCPU, refCPU, refLost float64
 	for n := 0; n < b.N; n++ {
@@ -399,7 +410,7 @@ func benchMCPEdits(b *testing.B, spread bool) {
 		if n%2 == 1 {
 			servers = []*mcpBenchServer{ref, trove}
 		}
-		res := runMCPBench(b, servers, spread)
+		res := runMCPBench(b, servers, order)
 		tr, rf := res[0], res[1]
 		if n%2 == 1 {
 			tr, rf = rf, tr
