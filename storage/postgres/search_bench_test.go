@@ -26,19 +26,28 @@ import (
 )
 
 // BenchmarkSearchIndexWrites: the cost of keeping the search index on
-// PostgreSQL, as core write throughput on three schemas in alternating
+// PostgreSQL, as core write throughput on four schemas in alternating
 // rounds of 500 writes: the current one (with: migration 0018, a write
 // queues the memory, the driver's indexer fills memories_fts outside the
 // write transactions, with its default delay and lag), the same without
 // any search index (without: the queue's triggers dropped), and the index
 // as it was before 0018 (inline: 0010's generated column and GIN index on
-// memories, computed in every write, the queue's triggers dropped). 1 KiB
-// texts of the search corpus (internal/loadgen), creates then updates, at
-// 1 and 16 writers. After each round of the current schema the indexer's
+// memories, computed in every write, the queue's triggers dropped), and the
+// current one with its indexer stopped (queued: what the write path alone
+// pays, the trigger and the queue row; its queue is emptied untimed after
+// each round). 1 KiB texts of the search corpus (internal/loadgen),
+// creates then updates, at 1 and 16 writers. After each round of the current schema the indexer's
 // remaining work is done at once and timed (DB.CatchUpSearch:
 // catchup-us per write). Reports medians (with-ops/s, without-ops/s,
 // inline-ops/s), with-% = 100 × with / without, inline-% = 100 × inline /
-// without, all-% = the same as with-% with the catch-up's time counted.
+// without, queue-% = 100 × queued / without, all-% = the same as with-% with
+// the catch-up's time counted. Where /proc/stat exists it also reports
+// the machine's CPU per write (with-cpu-us, without-cpu-us, queued-cpu-us:
+// the queued side's writes and then its whole queue indexed at once),
+// cpu-% = 100 × without-cpu / with-cpu, and ceiling-% = 100 ×
+// without-cpu / queued-cpu: the rate that this queue and this index's work,
+// done in the cheapest batches whenever and wherever, allow when the
+// writers keep every core busy.
 //
 //	TROVE_TEST_POSTGRES=… go test -run '^$' -bench SearchIndexWrites -benchtime 1x ./storage/postgres/
 func BenchmarkSearchIndexWrites(b *testing.B) {
@@ -60,10 +69,11 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 					rates    []float64
 					allRates []float64
 					catchUps []float64
+					cpu      []float64 // machine CPU µs per write, the catch-up's included
 				}
-				open := func(schemaSQL string) *side {
+				open := func(schemaSQL string, delay time.Duration) *side {
 					schema := newSchema(b)
-					db := openDBOn(b, testURL(b), schema, postgres.Options{MaxConns: 16})
+					db := openDBOn(b, testURL(b), schema, postgres.Options{MaxConns: 16, SearchIndexDelay: delay})
 					if schemaSQL != "" {
 						c := adminConn(b)
 						if _, err := c.Exec(context.Background(), "SET search_path TO "+schema+"; "+schemaSQL); err != nil {
@@ -73,12 +83,12 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 					ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: "wrkspc_bench", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}})
 					return &side{db: db, svc: core.New(db, core.Options{}), ctx: ctx}
 				}
-				with, without := open(""), open(dropQueue)
-				inline := open(dropQueue + `; ALTER TABLE memories ADD COLUMN search tsvector GENERATED ALWAYS AS (trove_search_vector(path, content)) STORED;
-					CREATE INDEX ON memories USING gin (search)`)
+				with, without, queued := open("", 0), open(dropQueue, 0), open("", -1)
+				inline := open(dropQueue+`; ALTER TABLE memories ADD COLUMN search tsvector GENERATED ALWAYS AS (trove_search_vector(path, content)) STORED;
+					CREATE INDEX ON memories USING gin (search)`, 0)
 				b.ResetTimer()
 				for n := range b.N * rounds {
-					for _, s := range []*side{with, without, inline} {
+					for _, s := range []*side{with, without, inline, queued} {
 						st, err := s.svc.CreateStore(s.ctx, trove.CreateStoreParams{Name: fmt.Sprintf("r%d", n)})
 						if err != nil {
 							b.Fatal(err)
@@ -104,6 +114,7 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 							}
 							catchUp() // the creates' indexing is not the updates'
 						}
+						cpu0 := machineCPU()
 						wall, _, err := runOps(conc, round, func(w, i int) error {
 							if op == "create" {
 								return create(w, i)
@@ -115,23 +126,41 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 							b.Fatal(err)
 						}
 						s.rates = append(s.rates, float64(round)/wall.Seconds())
-						if s == with {
+						switch s {
+						case with:
 							cu := catchUp()
 							s.allRates = append(s.allRates, float64(round)/(wall+cu).Seconds())
 							s.catchUps = append(s.catchUps, float64(cu.Microseconds())/round)
+						case queued:
+							catchUp() // all of the index's work, after the writes: not in the rate, in the CPU
 						}
+						s.cpu = append(s.cpu, float64((machineCPU()-cpu0).Microseconds())/round)
 					}
 				}
 				b.StopTimer()
 				med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
-				w, wo, in := med(with.rates), med(without.rates), med(inline.rates)
+				w, wo, in, qu := med(with.rates), med(without.rates), med(inline.rates), med(queued.rates)
 				b.ReportMetric(w, "with-ops/s")
 				b.ReportMetric(wo, "without-ops/s")
 				b.ReportMetric(in, "inline-ops/s")
 				b.ReportMetric(100*w/wo, "with-%")
 				b.ReportMetric(100*in/wo, "inline-%")
+				b.ReportMetric(100*qu/wo, "queue-%")
 				b.ReportMetric(med(with.catchUps), "catchup-us")
 				b.ReportMetric(100*med(with.allRates)/wo, "all-%")
+				if machineCPU() >= 0 {
+					// CPU per write on the whole machine (PostgreSQL's backends
+					// and this process), the index's catch-up included. When
+					// the writers keep every core busy, writes with the index
+					// can go no faster than the CPU of a write without it ÷
+					// the CPU of a queued write plus its share of one
+					// catch-up of the whole queue (the queued side).
+					b.ReportMetric(med(with.cpu), "with-cpu-us")
+					b.ReportMetric(med(without.cpu), "without-cpu-us")
+					b.ReportMetric(med(queued.cpu), "queued-cpu-us")
+					b.ReportMetric(100*med(without.cpu)/med(with.cpu), "cpu-%")
+					b.ReportMetric(100*med(without.cpu)/med(queued.cpu), "ceiling-%")
+				}
 			})
 		}
 	}
