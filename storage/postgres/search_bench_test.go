@@ -27,7 +27,7 @@ import (
 
 // BenchmarkSearchIndexWrites: the cost of keeping the search index on
 // PostgreSQL, as core write throughput on four schemas in alternating
-// rounds of 500 writes: the current one (with: migration 0018, a write
+// rounds of 500 writes (writeCost): the current one (with: migration 0018, a write
 // queues the memory, the driver's indexer fills memories_fts outside the
 // write transactions, with its default delay and lag), the same without
 // any search index (without: the queue's triggers dropped), and the index
@@ -35,9 +35,9 @@ import (
 // memories, computed in every write, the queue's triggers dropped), and the
 // current one with its indexer stopped (queued: what the write path alone
 // pays, the trigger and the queue row; its queue is emptied untimed after
-// each round). 1 KiB texts of the search corpus (internal/loadgen),
-// creates then updates, at 1 and 16 writers. After each round of the current schema the indexer's
-// remaining work is done at once and timed (DB.CatchUpSearch:
+// each round), in writeCost's rounds: 1 KiB texts, creates then updates,
+// at 1 and 16 writers. After each round of the current schema the
+// indexer's remaining work is done at once and timed (DB.CatchUpSearch:
 // catchup-us per write). Reports medians (with-ops/s, without-ops/s,
 // inline-ops/s), with-% = 100 × with / without, inline-% = 100 × inline /
 // without, queue-% = 100 × queued / without, all-% = the same as with-% with
@@ -51,103 +51,39 @@ import (
 //
 //	TROVE_TEST_POSTGRES=… go test -run '^$' -bench SearchIndexWrites -benchtime 1x ./storage/postgres/
 func BenchmarkSearchIndexWrites(b *testing.B) {
-	const rounds, round = 5, 500
 	testURL(b)
-	corpus := loadgen.NewCorpus()
-	texts := make([]string, 2*round)
-	for i := range texts {
-		texts[i] = corpus.Text(i)
-	}
-	const dropQueue = `DROP TRIGGER memories_search_enqueue_insert ON memories; DROP TRIGGER memories_search_enqueue_update ON memories`
+	texts := writeCostTexts()
 	for _, op := range []string{"create", "update"} {
 		for _, conc := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/c=%d", op, conc), func(b *testing.B) {
-				type side struct {
-					db       *postgres.DB
-					svc      *core.Service
-					ctx      context.Context
-					rates    []float64
-					allRates []float64
-					catchUps []float64
-					cpu      []float64 // machine CPU µs per write, the catch-up's included
-				}
-				open := func(schemaSQL string, delay time.Duration) *side {
-					schema := newSchema(b)
-					db := openDBOn(b, testURL(b), schema, postgres.Options{MaxConns: 16, SearchIndexDelay: delay})
-					if schemaSQL != "" {
-						c := adminConn(b)
-						if _, err := c.Exec(context.Background(), "SET search_path TO "+schema+"; "+schemaSQL); err != nil {
-							b.Fatal(err)
-						}
+				catchUp := func(s *writeSide) time.Duration {
+					start := time.Now()
+					if err := s.db.CatchUpSearch(s.ctx); err != nil {
+						b.Fatal(err)
 					}
-					ctx := trove.WithPrincipal(context.Background(), &trove.Principal{WorkspaceID: "wrkspc_bench", Actor: trove.Actor{Type: trove.ActorAPI, APIKeyID: "apikey_bench"}})
-					return &side{db: db, svc: core.New(db, core.Options{}), ctx: ctx}
+					return time.Since(start)
 				}
-				with, without, queued := open("", 0), open(dropQueue, 0), open("", -1)
-				inline := open(dropQueue+`; ALTER TABLE memories ADD COLUMN search tsvector GENERATED ALWAYS AS (trove_search_vector(path, content)) STORED;
-					CREATE INDEX ON memories USING gin (search)`, 0)
-				b.ResetTimer()
-				for n := range b.N * rounds {
-					for _, s := range []*side{with, without, inline, queued} {
-						st, err := s.svc.CreateStore(s.ctx, trove.CreateStoreParams{Name: fmt.Sprintf("r%d", n)})
-						if err != nil {
-							b.Fatal(err)
-						}
-						ids := make([]string, round)
-						create := func(_, i int) error {
-							m, err := s.svc.CreateMemory(s.ctx, st.ID, trove.CreateMemoryParams{Path: fmt.Sprintf("/g%d/m%05d.md", i%16, i), Content: texts[i]})
-							if err == nil {
-								ids[i] = m.ID
-							}
-							return err
-						}
-						catchUp := func() time.Duration {
-							start := time.Now()
-							if err := s.db.CatchUpSearch(s.ctx); err != nil {
-								b.Fatal(err)
-							}
-							return time.Since(start)
-						}
-						if op == "update" {
-							if _, _, err := runOps(16, round, create); err != nil {
-								b.Fatal(err)
-							}
-							catchUp() // the creates' indexing is not the updates'
-						}
-						cpu0 := machineCPU()
-						wall, _, err := runOps(conc, round, func(w, i int) error {
-							if op == "create" {
-								return create(w, i)
-							}
-							_, err := s.svc.UpdateMemory(s.ctx, st.ID, ids[i], trove.UpdateMemoryParams{Content: &texts[round+i]})
-							return err
-						})
-						if err != nil {
-							b.Fatal(err)
-						}
-						s.rates = append(s.rates, float64(round)/wall.Seconds())
-						switch s {
-						case with:
-							cu := catchUp()
-							s.allRates = append(s.allRates, float64(round)/(wall+cu).Seconds())
-							s.catchUps = append(s.catchUps, float64(cu.Microseconds())/round)
-						case queued:
-							catchUp() // all of the index's work, after the writes: not in the rate, in the CPU
-						}
-						s.cpu = append(s.cpu, float64((machineCPU()-cpu0).Microseconds())/round)
-					}
+				with := &writeSide{after: catchUp, timeAfter: true}
+				without := &writeSide{sql: dropSearchQueue}
+				inline := &writeSide{sql: dropSearchQueue + `; ALTER TABLE memories ADD COLUMN search tsvector GENERATED ALWAYS AS (trove_search_vector(path, content)) STORED;
+					CREATE INDEX ON memories USING gin (search)`}
+				// all of the index's work, after the writes: not in the
+				// rate, in the CPU
+				queued := &writeSide{opts: postgres.Options{SearchIndexDelay: -1}, after: catchUp}
+				writeCost(b, op, conc, texts, with, without, inline, queued)
+				w, wo, in, qu := median(with.rates), median(without.rates), median(inline.rates), median(queued.rates)
+				catchUps := make([]float64, len(with.rates))
+				for i := range catchUps {
+					catchUps[i] = (1/with.allRates[i] - 1/with.rates[i]) * 1e6
 				}
-				b.StopTimer()
-				med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
-				w, wo, in, qu := med(with.rates), med(without.rates), med(inline.rates), med(queued.rates)
 				b.ReportMetric(w, "with-ops/s")
 				b.ReportMetric(wo, "without-ops/s")
 				b.ReportMetric(in, "inline-ops/s")
 				b.ReportMetric(100*w/wo, "with-%")
 				b.ReportMetric(100*in/wo, "inline-%")
 				b.ReportMetric(100*qu/wo, "queue-%")
-				b.ReportMetric(med(with.catchUps), "catchup-us")
-				b.ReportMetric(100*med(with.allRates)/wo, "all-%")
+				b.ReportMetric(median(catchUps), "catchup-us")
+				b.ReportMetric(100*median(with.allRates)/wo, "all-%")
 				if machineCPU() >= 0 {
 					// CPU per write on the whole machine (PostgreSQL's backends
 					// and this process), the index's catch-up included. When
@@ -155,11 +91,11 @@ func BenchmarkSearchIndexWrites(b *testing.B) {
 					// can go no faster than the CPU of a write without it ÷
 					// the CPU of a queued write plus its share of one
 					// catch-up of the whole queue (the queued side).
-					b.ReportMetric(med(with.cpu), "with-cpu-us")
-					b.ReportMetric(med(without.cpu), "without-cpu-us")
-					b.ReportMetric(med(queued.cpu), "queued-cpu-us")
-					b.ReportMetric(100*med(without.cpu)/med(with.cpu), "cpu-%")
-					b.ReportMetric(100*med(without.cpu)/med(queued.cpu), "ceiling-%")
+					b.ReportMetric(median(with.cpu), "with-cpu-us")
+					b.ReportMetric(median(without.cpu), "without-cpu-us")
+					b.ReportMetric(median(queued.cpu), "queued-cpu-us")
+					b.ReportMetric(100*median(without.cpu)/median(with.cpu), "cpu-%")
+					b.ReportMetric(100*median(without.cpu)/median(queued.cpu), "ceiling-%")
 				}
 			})
 		}
@@ -274,11 +210,10 @@ func BenchmarkSearchIndexRawInsert(b *testing.B) {
 					rates[v.name] = append(rates[v.name], float64(round)/wall.Seconds())
 				}
 			}
-			med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
-			plain := med(rates["plain"])
+			plain := median(rates["plain"])
 			b.ReportMetric(plain, "plain-ops/s")
 			for _, v := range searchRawVariants[1:] {
-				b.ReportMetric(100*med(rates[v.name])/plain, v.name+"-%")
+				b.ReportMetric(100*median(rates[v.name])/plain, v.name+"-%")
 			}
 			if conc > 1 {
 				return
