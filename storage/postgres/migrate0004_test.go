@@ -40,18 +40,7 @@ func TestMigration0004NumbersVersions(t *testing.T) {
 			('memver_2b', 'memstore_a', 'mem_2', 'created', '/2', '', 0, '', '2026-01-01T00:00:15Z'),
 			('memver_2a', 'memstore_a', 'mem_3', 'created', '/3', '', 0, '', '2026-01-01T00:00:15Z'),
 			('memver_9', 'memstore_b', 'mem_4', 'created', '/1', '', 0, '', '2026-01-01T00:00:05Z')`)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range q {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%.60s: %v", s, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, c, q)
 	db := openDBOn(t, testURL(t), schema, postgres.Options{})
 	type numbered struct {
 		ID  string

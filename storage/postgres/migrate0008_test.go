@@ -26,18 +26,7 @@ func TestMigration0008ChainsAfterLegacy(t *testing.T) {
 			('memver_1', 'memstore_old', 'mem_1', 'created', '/kept', 'a', 1, 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb', now(), 1),
 			('memver_2', 'memstore_old', 'mem_1', 'modified', '/kept', 'b', 1, '3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d', now(), 2)`,
 		`INSERT INTO version_seqs (store_id, last) VALUES ('memstore_old', 2)`)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range q {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%.60s: %v", s, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, c, q)
 	db := openDBOn(t, testURL(t), schema, postgres.Options{})
 	if have, known, err := db.SchemaVersion(ctx); err != nil || have != known || have < 8 {
 		t.Fatalf("SchemaVersion after migrating = %d of %d, %v", have, known, err)

@@ -29,18 +29,7 @@ func TestMigration0010SameSearchValues(t *testing.T) {
 			('mem_1', 'memstore_a', '/notes/v1.2_release-notes.md', convert_to(E'e-mail: ann@example.org; {a|b} [c]\\d^e~f`+"`"+`g\'h"i (x+y)*z=1,5% #tag $5 & <b>!?', 'UTF8'), 0, '', 'v1', now(), now()),
 			('mem_2', 'memstore_a', '/übung/Ça/日本語.md', '\x436166c3a92c206e61c3af76652e2e2e00c39c62756e67005a65696c65', 0, '', 'v2', now(), now())`,
 	)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range q {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%.60s: %v", s, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, c, q)
 	// The stored vectors: memories.search until 0018, memories_fts since.
 	values := func(table string) map[string]string {
 		t.Helper()

@@ -49,18 +49,7 @@ func TestMigration0014CountsExistingRows(t *testing.T) {
 			('memver_b1', 'memstore_b', 'mem_b', 'created', '/b', 'b', 1, 's', now(), 1),
 			('memver_c', 'memstore_c', 'mem_c', 'created', '/c', 'ccccc', 5, 's', now(), 1)`,
 		`INSERT INTO version_seqs (store_id, last) VALUES ('memstore_b', 2), ('memstore_a', 6)`)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range q {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%.60s: %v", s, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, c, q)
 	db := openDBOn(t, testURL(t), schema, postgres.Options{})
 	var version int
 	if err := c.QueryRow(ctx, "SELECT max(version) FROM "+schema+".schema_version").Scan(&version); err != nil || version <= at {

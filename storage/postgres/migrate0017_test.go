@@ -42,18 +42,7 @@ func TestMigration0017MovesDreamLeasesToJobs(t *testing.T) {
 			'%s', 0, 0, 0, 0, 'api_actor', 'apikey_x', to_timestamp(%d), '%s', %s, %d)`,
 			d.ID, d.Status, d.SessionID, d.Created, d.LeaseOwner, lease, d.Attempts))
 	}
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range q {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%.60s: %v", s, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, c, q)
 	db := openDBOn(t, testURL(t), schema, postgres.Options{})
 	var version int
 	if err := c.QueryRow(ctx, "SELECT max(version) FROM "+schema+".schema_version").Scan(&version); err != nil || version <= at {

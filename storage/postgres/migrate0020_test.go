@@ -33,18 +33,7 @@ func TestMigration0020CarriesStores(t *testing.T) {
 		`INSERT INTO memories_fts (memory_id, search) VALUES ('mem_gone', to_tsvector('simple', 'shared'))`,
 		`DELETE FROM memories_search_queue`,
 	)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range q {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%.60s: %v", s, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, c, q)
 	vectors := func(withStore bool) map[string]string {
 		t.Helper()
 		col := "''"

@@ -245,3 +245,23 @@ func (p *proxy) close() {
 	p.setMode(proxyDown)
 	p.wg.Wait()
 }
+
+// execAll runs the statements q (a schema's migrations and the rows a
+// migration test starts from, as schemaAt returns them) in one
+// transaction on c.
+func execAll(t testing.TB, c *pgx.Conn, q []string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range q {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			t.Fatalf("%.60s: %v", s, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
