@@ -34,10 +34,8 @@ func newPostgresEnv(t *testing.T) *env {
 		t.Fatalf("postgres.Open: %v", err)
 	}
 	t.Cleanup(func() {
-		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema: %v", err)
-		}
 		db.Close()
+		pgtest.DropSchema(t, schema)
 	})
 	return newEnvOn(t, db)
 }
@@ -58,12 +56,10 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 		dbs = append(dbs, db)
 	}
 	t.Cleanup(func() {
-		if _, err := dbs[0].Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema: %v", err)
-		}
 		for _, db := range dbs {
 			db.Close()
 		}
+		pgtest.DropSchema(t, schema)
 	})
 	svcA, svcB := core.New(dbs[0], core.Options{}), core.New(dbs[1], core.Options{})
 	k, _, err := svcA.CreateKey(ctx, "wrkspc_multi", "test")

@@ -49,3 +49,21 @@ func SchemaURL(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// DropSchema drops the schema name (CASCADE) over a connection of its own.
+// Close every pool working in the schema first: a DROP through a pool whose
+// background work (the search indexer, a dream runner) still holds locks in
+// the schema can end in "deadlock detected".
+func DropSchema(t testing.TB, name string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, URL(t))
+	if err != nil {
+		t.Errorf("pgtest: dropping schema %s: %v", name, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
+		t.Errorf("pgtest: dropping schema %s: %v", name, err)
+	}
+}

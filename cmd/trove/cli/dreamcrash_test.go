@@ -136,10 +136,8 @@ func TestLongDreamTwoNodesKill9Postgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := db.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema: %v", err)
-		}
 		db.Close()
+		pgtest.DropSchema(t, schema)
 	})
 	svc := core.New(db, core.Options{})
 	k, key, err := svc.CreateKey(ctx, "wrkspc_dreamnodes", "test")
