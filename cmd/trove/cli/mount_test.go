@@ -85,7 +85,9 @@ func TestMountLocal(t *testing.T) {
 		t.Errorf("read todo.md: %q %v", b, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "notes", "learned.md"), []byte("learned\n"), 0o644); err != nil {
-		t.Fatal(err)
+		// An EIO says nothing of its cause; the mount logged it.
+		_, log := stop()
+		t.Fatalf("%v\nthe mount's log:\n%s", err, log)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "team-standards", "style.md"), []byte("spaces\n"), 0o644); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("write in a read-only store: %v, want EROFS", err)
