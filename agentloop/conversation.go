@@ -38,6 +38,11 @@ type conversation struct {
 	lastSeq int64
 	// turnRequests counts the model requests since the last user message.
 	turnRequests int
+	// interrupted: a user.interrupt with no session.status_idle after it,
+	// which the turn's end must still answer even if the run never
+	// marked the session running (the interrupt came before its first
+	// append).
+	interrupted bool
 
 	// b is the builder that made the conversation: msgs[i] is its message
 	// i+off, final (its JSON cached) when i+off < final.
@@ -233,6 +238,9 @@ func (b *builder) add(ev *trove.SessionEvent) {
 			b.closeUses()
 		}
 		b.c.needsModel = false
+		b.c.interrupted = true
+	case "session.status_idle":
+		b.c.interrupted = false
 	case "span.model_request_start":
 		b.c.spanOpen = ev.ID
 		b.c.turnRequests++

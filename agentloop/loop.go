@@ -398,7 +398,7 @@ func (r *Runner) work(ctx context.Context, sessionID string, wakeSeq *int64, log
 				// A request that an interrupt (or a dead runner) left without an end.
 				evs = append(evs, event("span.model_request_end", map[string]any{"model_request_start_id": c.spanOpen, "is_error": true, "model_usage": usageBody(anthropic.Usage{})}))
 			}
-			if spec.Status == statusRunning || spec.Status == "rescheduling" {
+			if spec.Status == statusRunning || spec.Status == "rescheduling" || c.interrupted {
 				evs = append(evs, event("session.status_idle", map[string]any{"stop_reason": map[string]any{"type": "end_turn"}}))
 			}
 			if len(evs) == 0 {

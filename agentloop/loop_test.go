@@ -242,8 +242,10 @@ func TestTurnWithToolUses(t *testing.T) {
 }
 
 // TestInterruptDuringRequest: an interrupt while the model is asked ends
-// the turn: the answer is not stored, the span ends in error, the session
-// idles.
+// the turn: the answer is not stored, the span (if its start was stored
+// before the interrupt) ends in error, and the session idles with
+// end_turn either way (also when the interrupt came before the run's
+// first append marked it running: 1 run in about 200 under -race).
 func TestInterruptDuringRequest(t *testing.T) {
 	t.Parallel()
 	hold, reached := make(chan struct{}), make(chan struct{})
@@ -256,8 +258,13 @@ func TestInterruptDuringRequest(t *testing.T) {
 	if last(evs, trove.EventAgentMessage) != nil {
 		t.Errorf("transcript %s: the interrupted answer was stored", types(evs))
 	}
-	if end := last(evs, "span.model_request_end"); end == nil || !strings.Contains(end.Body, `"is_error":true`) {
-		t.Errorf("transcript %s: no span end in error", types(evs))
+	// The request's span start is stored while the request is in flight;
+	// an interrupt stored first refuses it, and the request leaves no span.
+	// A span started must end in error.
+	if last(evs, "span.model_request_start") != nil {
+		if end := last(evs, "span.model_request_end"); end == nil || !strings.Contains(end.Body, `"is_error":true`) {
+			t.Errorf("transcript %s: no span end in error", types(evs))
+		}
 	}
 }
 
