@@ -29,17 +29,7 @@ func SchemaURL(t testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
 		t.Fatalf("pgtest: creating schema %s: %v", name, err)
 	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("pgtest: dropping schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Errorf("pgtest: dropping schema %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { DropSchema(t, name) })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("pgtest: %s: %v", base, err)

@@ -37,22 +37,7 @@ func TestMigration0010SameSearchValues(t *testing.T) {
 		if table == "memories_fts" {
 			col = "memory_id"
 		}
-		rows, err := c.Query(ctx, "SELECT "+col+", search::text FROM "+schema+"."+table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for rows.Next() {
-			var id, v string
-			if err := rows.Scan(&id, &v); err != nil {
-				t.Fatal(err)
-			}
-			out[id] = v
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return queryPairs(t, c, "SELECT "+col+", search::text FROM "+schema+"."+table)
 	}
 	before := values("memories")
 	if len(before) != 2 {

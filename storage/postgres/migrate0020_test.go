@@ -40,22 +40,7 @@ func TestMigration0020CarriesStores(t *testing.T) {
 		if withStore {
 			col = "store_id"
 		}
-		rows, err := c.Query(ctx, "SELECT memory_id, "+col+" || ' ' || search::text FROM "+schema+".memories_fts")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for rows.Next() {
-			var id, v string
-			if err := rows.Scan(&id, &v); err != nil {
-				t.Fatal(err)
-			}
-			out[id] = v
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return queryPairs(t, c, "SELECT memory_id, "+col+" || ' ' || search::text FROM "+schema+".memories_fts")
 	}
 	before := vectors(false)
 

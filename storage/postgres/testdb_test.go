@@ -265,3 +265,25 @@ func execAll(t testing.TB, c *pgx.Conn, q []string) {
 		t.Fatal(err)
 	}
 }
+
+// queryPairs runs sql on c, whose rows are two text columns, and returns
+// them as a map from the first to the second.
+func queryPairs(t testing.TB, c *pgx.Conn, sql string) map[string]string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
