@@ -169,8 +169,10 @@ func TestMountStaleness(t *testing.T) {
 				srv, dir = mount(t, cfg)
 			}
 			root := filepath.Join(dir, "s")
+			var last string // what the last read returned, for a failure
 			read := func(name string) (string, error) {
 				b, err := os.ReadFile(filepath.Join(root, name))
+				last = fmt.Sprintf("%s: %q, %v", name, b, err)
 				return string(b), err
 			}
 			// see polls the mount until ok holds, and returns how long it
@@ -180,7 +182,7 @@ func TestMountStaleness(t *testing.T) {
 				deadline := time.Now().Add(10 * time.Second)
 				for !ok() {
 					if time.Now().After(deadline) {
-						t.Fatalf("%s: not visible through the mount after 10 s", what)
+						t.Fatalf("%s: not visible through the mount after 10 s (last read %s)", what, last)
 					}
 				}
 				if d := time.Since(start); d > staleBound {

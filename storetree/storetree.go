@@ -353,15 +353,32 @@ func (t *Tree) HasChildren(ctx context.Context, dir string) (bool, error) {
 // Get reads memory id (one GetMemory) and indexes it; a memory that is gone
 // is dropped from the index (the error is ENOTFOUND).
 func (t *Tree) Get(ctx context.Context, id string, view trove.View) (*trove.Memory, error) {
+	return t.GetNoting(ctx, id, view, nil)
+}
+
+// GetNoting is Get that also calls changed, when not nil, if the read
+// moved, changed or dropped the memory's indexed entry, with the entry as
+// it was. changed runs with the index's lock held: whoever reads the
+// index afterwards (CachedByID) and sees the new entry also sees what
+// changed did. It must not call the Tree.
+func (t *Tree) GetNoting(ctx context.Context, id string, view trove.View, changed func(old trove.Memory)) (*trove.Memory, error) {
 	m, err := t.svc.GetMemory(ctx, t.storeID, id, view)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	old, known := t.byPath[t.byID[id]]
+	known = known && old.ID == id
 	switch {
 	case err == nil:
 		t.note(m)
+		if known && changed != nil && (old.Path != m.Path || old.SHA256 != m.SHA256) {
+			changed(old)
+		}
 	case trove.ErrorCode(err) == trove.ENOTFOUND:
-		if p, ok := t.byID[id]; ok {
-			t.dropLocked(p)
+		if known {
+			t.dropLocked(old.Path)
+			if changed != nil {
+				changed(old)
+			}
 		}
 	}
 	return m, err

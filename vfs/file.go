@@ -48,15 +48,13 @@ func (n *node) load(ctx context.Context) error {
 		n.data, n.loaded = []byte(c), true
 		return nil
 	}
-	m, err := n.s.t.Get(ctx, n.id, trove.ViewFull)
+	// The listing takes the state read (or drops a memory that is gone);
+	// when that changes its entry, the change is learnt in the same
+	// critical section, so the feed's event for it cannot find the
+	// listing up to date without finding what was learnt.
+	m, err := n.s.t.GetNoting(ctx, n.id, trove.ViewFull, func(trove.Memory) { n.s.learn(n.id, n.path) })
 	if err != nil {
-		if trove.ErrorCode(err) == trove.ENOTFOUND {
-			n.s.learn(n.id, n.path) // the listing dropped it
-		}
 		return storeErr(err)
-	}
-	if m.SHA256 != n.baseSHA || m.Path != memPath(n.path) {
-		n.s.learn(n.id, n.path) // the listing took the newer state
 	}
 	if m.Content != nil {
 		n.data = []byte(*m.Content)

@@ -127,6 +127,11 @@ func (s *store) applyChange(ctx context.Context, c trove.Change) []string {
 		// A redacted version is no memory's current one: nothing to show.
 		return nil
 	}
+	// The listing first, then what reads learnt: a read that brought the
+	// entry up to date learnt it before the listing showed it (see
+	// store.learn), so an entry found up to date here comes with what was
+	// learnt.
+	old, known := s.t.CachedByID(c.MemoryID)
 	// Names a read learnt without telling: the one the memory was listed
 	// at before, with the directories above it.
 	var out []string
@@ -134,7 +139,6 @@ func (s *store) applyChange(ctx context.Context, c trove.Change) []string {
 	if learnt {
 		out = s.withParents(out, v.(string))
 	}
-	old, known := s.t.CachedByID(c.MemoryID)
 	switch {
 	case c.Operation == trove.OpDeleted && !known:
 		return out
