@@ -119,6 +119,9 @@ func New(svc trove.Services, mounts []Mount, opt Options) (*Server, error) {
 		log := opt.Logger
 		opt.Tool.OnInternalError = func(cmd string, err error) { log.Error("memory tool storage error", "command", cmd, "err", err) }
 	}
+	// Every call acts for the one principal the server runs as, so edits
+	// of one file in flight together can share a write.
+	opt.Tool.CombineEdits = true
 	s.tool = memtool.New(fsys, opt.Tool)
 
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opt.Name, Version: opt.Version}, &mcp.ServerOptions{

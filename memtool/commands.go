@@ -367,18 +367,12 @@ func (t *Tool) strReplace(ctx context.Context, in *args) Result {
 	if res != nil {
 		return *res
 	}
-	unlock, res := t.lock(ctx, true, p.Rel)
-	if res != nil {
-		return *res
-	}
-	defer unlock()
-
 	missing := func() Result {
 		return errorText("Error: The path " + p.Raw + " does not exist. Please provide a valid path.")
 	}
 	var content, updated string
 	var pos int
-	if r := t.edit(ctx, p, "str_replace", missing, func(c string) (string, *Result) {
+	if r := t.editQueued(ctx, p, &pendingEdit{cmd: "str_replace", missing: missing, apply: func(c string) (string, *Result) {
 		// Every occurrence start, overlapping ones included: the edit must
 		// be unambiguous.
 		var starts []int
@@ -414,7 +408,7 @@ func (t *Tool) strReplace(ctx context.Context, in *args) Result {
 		content, pos = c, starts[0]
 		updated = c[:pos] + newStr + c[pos+len(oldStr):]
 		return updated, t.checkWrite(p, updated, newStr)
-	}); r != nil {
+	}}); r != nil {
 		return *r
 	}
 
@@ -423,87 +417,6 @@ func (t *Tool) strReplace(ctx context.Context, in *args) Result {
 	from := max(1, line-2)
 	to := min(len(lines), line+2+strings.Count(newStr, "\n"))
 	return textResult(t.numbered("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n", lines[from-1:to], from, len(lines)))
-}
-
-// edit runs the read-modify-write of str_replace and insert: it reads the
-// file, lets apply compute the new content (or the error result saying why
-// the edit does not apply) and writes it conditionally on the version read.
-// When the write loses a race with another writer (ErrConflict, or the file
-// vanished), edit re-reads the file and re-applies the edit on the fresh
-// content, up to Options.EditAttempts times in all with a short random
-// backoff; nothing is ever written without the version precondition. If the
-// edit no longer applies to the fresh content, the result says that the
-// file changed under the command and to view it again. When the FS keeps a
-// copy of the file (CopyFS), the edit is first tried on the copy (see
-// editCopy). It returns nil when the write succeeded.
-func (t *Tool) edit(ctx context.Context, p Path, cmd string, missing func() Result, apply func(content string) (string, *Result)) *Result {
-	if done, res := t.editCopy(ctx, p, cmd, apply); done {
-		return res
-	}
-	for attempt := 1; ; attempt++ {
-		data, ver, err := t.fs.ReadFile(ctx, p.Rel, t.opt.MaxReadSize)
-		var r *Result
-		if err != nil {
-			res, expected := t.readEditError(p, cmd, err, missing)
-			if !expected || attempt == 1 {
-				return &res
-			}
-			r = &res
-		} else if !isText(data) {
-			res := notTextError(p, len(data), cmd)
-			r = &res
-		} else {
-			var updated string
-			if updated, r = apply(string(data)); r == nil {
-				err := t.writeTouch(ctx, p.Rel, []byte(updated), ver)
-				if err == nil {
-					return nil
-				}
-				lost := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotExist)
-				if !lost || attempt >= t.opt.EditAttempts || !backoff(ctx, attempt) {
-					res := t.editWriteError(p, cmd, err)
-					return &res
-				}
-				continue
-			}
-		}
-		if attempt > 1 {
-			res := errorText("Error: " + p.Raw + " was changed by another writer while this " + cmd +
-				" ran, and the edit no longer applies to the new content: " + r.Text() +
-				" Nothing was written; view the file again and retry.")
-			return &res
-		}
-		return r
-	}
-}
-
-// editCopy tries the edit on the FS's copy of the file (CopyFS), written
-// conditionally on the copy's version. It returns done == false, having
-// written nothing, when there is no copy, the edit does not apply to it or
-// the write was refused because the file changed: the caller then edits
-// the fresh content. Otherwise res is edit's result (nil when written).
-func (t *Tool) editCopy(ctx context.Context, p Path, cmd string, apply func(content string) (string, *Result)) (done bool, res *Result) {
-	c, ok := t.fs.(CopyFS)
-	if !ok {
-		return false, nil
-	}
-	data, ver, ok := c.Copy(p.Rel)
-	if !ok || ver == "" || (t.opt.MaxReadSize >= 0 && int64(len(data)) > t.opt.MaxReadSize) || !isText(data) {
-		return false, nil
-	}
-	updated, r := apply(string(data))
-	if r != nil {
-		return false, nil
-	}
-	err := t.writeTouch(ctx, p.Rel, []byte(updated), ver)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotExist):
-		return false, nil
-	}
-	r2 := t.editWriteError(p, cmd, err)
-	return true, &r2
 }
 
 // backoff waits a random time below attempt × 2 ms, so that two writers that
@@ -564,21 +477,15 @@ func (t *Tool) insert(ctx context.Context, in *args) Result {
 	if res != nil {
 		return *res
 	}
-	unlock, res := t.lock(ctx, true, p.Rel)
-	if res != nil {
-		return *res
-	}
-	defer unlock()
-
 	missing := func() Result { return errorText("Error: The path " + p.Raw + " does not exist") }
-	if r := t.edit(ctx, p, "insert", missing, func(content string) (string, *Result) {
+	if r := t.editQueued(ctx, p, &pendingEdit{cmd: "insert", missing: missing, apply: func(content string) (string, *Result) {
 		updated, n, ok := InsertText(content, k, text)
 		if !ok {
 			r := errorText("Error: Invalid `insert_line` parameter: " + strconv.Itoa(k) + ". It should be within the range of lines of the file: [0, " + strconv.Itoa(n) + "]")
 			return "", &r
 		}
 		return updated, t.checkWrite(p, updated, text)
-	}); r != nil {
+	}}); r != nil {
 		return *r
 	}
 	return textResult("The file " + p.Raw + " has been edited.")

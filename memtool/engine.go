@@ -59,6 +59,15 @@ type Options struct {
 	// (old_str still occurs exactly once, the line is still in range). 0
 	// means DefaultEditAttempts; 1 (or less) disables re-application.
 	EditAttempts int
+	// CombineEdits lets concurrent str_replace and insert calls on one
+	// file share a write: the edits waiting for the file when one of them
+	// gets it are applied in turn, each to the content the ones before it
+	// left and each with its own result, and written as one conditional
+	// write (one version in a store), under the context of the call that
+	// writes them. Set it only when every caller of the Tool acts as the
+	// same writer (one principal, as for an MCP server over one key), since
+	// an edit may be written under another call's context.
+	CombineEdits bool
 	// Now is the clock used for access times and Sweep; nil means time.Now.
 	Now func() time.Time
 	// OnInternalError, if set, is called with storage errors the model only
@@ -83,6 +92,7 @@ type Tool struct {
 	fs    FS
 	opt   Options
 	locks lockTable
+	edits editQueue // with CombineEdits: the edits waiting for each file
 }
 
 // New returns a Tool over fsys.
