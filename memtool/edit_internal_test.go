@@ -31,6 +31,23 @@ func (g *gatedFS) WriteFile(ctx context.Context, name string, data []byte, ifMat
 	return g.FS.WriteFile(ctx, name, data, ifMatch)
 }
 
+// gatedTool returns a Tool over a gatedFS of a new directory holding f.md
+// with content, and the directory.
+func gatedTool(t *testing.T, content string, combine bool) (*Tool, *gatedFS, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.md"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDirFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	g := &gatedFS{FS: d, entered: make(chan struct{}), gate: make(chan struct{})}
+	return New(g, Options{CombineEdits: combine}), g, dir
+}
+
 // TestCombineEdits: with Options.CombineEdits, the edits of one file that
 // queue while its first edit is being written are written together, once,
 // each applied to what the ones before it left and answered on its own;
@@ -68,17 +85,7 @@ func TestCombineEdits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "f.md"), []byte(start), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			d, err := NewDirFS(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			g := &gatedFS{FS: d, entered: make(chan struct{}), gate: make(chan struct{})}
-			tool := New(g, Options{CombineEdits: tc.combine})
+			tool, g, dir := gatedTool(t, start, tc.combine)
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			var r0 Result
@@ -123,17 +130,7 @@ func TestCombineEdits(t *testing.T) {
 
 	t.Run("withdrawn while waiting", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "f.md"), []byte(start), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		d, err := NewDirFS(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		g := &gatedFS{FS: d, entered: make(chan struct{}), gate: make(chan struct{})}
-		tool := New(g, Options{CombineEdits: true})
+		tool, g, dir := gatedTool(t, start, true)
 		var wg sync.WaitGroup
 		wg.Go(func() { tool.Execute(context.Background(), first) })
 		<-g.entered
