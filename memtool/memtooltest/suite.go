@@ -555,9 +555,17 @@ func RunWith(t *testing.T, newFS func(t *testing.T) memtool.FS, caps Capabilitie
 	t.Run("LineLimit", func(t *testing.T) { testLineLimit(t, newFS, caps) })
 	t.Run("Truncation", func(t *testing.T) { testTruncation(t, newFS) })
 	t.Run("Contract", func(t *testing.T) { testContract(t, newFS) })
-	t.Run("Conflict", func(t *testing.T) { testConflict(t, newFS) })
+	// Conflict and Concurrency run with and without CombineEdits: the
+	// edits' results and the files they leave are the same either way.
+	for _, combine := range []bool{false, true} {
+		name := ""
+		if combine {
+			name = "/CombineEdits"
+		}
+		t.Run("Conflict"+name, func(t *testing.T) { testConflict(t, newFS, combine) })
+		t.Run("Concurrency"+name, func(t *testing.T) { testConcurrency(t, newFS, combine) })
+	}
 	t.Run("ImageContent", func(t *testing.T) { testImage(t, newFS, caps) })
-	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, newFS) })
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, newFS) })
 }
 
@@ -929,7 +937,7 @@ func (r *racyFS) WriteFile(ctx context.Context, name string, data []byte, ifMatc
 // race: re-applied on the fresh content when it still applies cleanly,
 // refused with "view the file again" when it no longer applies or keeps
 // losing; never a lost update.
-func testConflict(t *testing.T, newFS func(t *testing.T) memtool.FS) {
+func testConflict(t *testing.T, newFS func(t *testing.T) memtool.FS, combine bool) {
 	replaced := func(string) string { return "changed elsewhere" }
 	appended := func(s string) string { return s + "\nmore" }
 	const f = "/memories/f.txt"
@@ -966,7 +974,7 @@ func testConflict(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := &racyFS{FS: newFS(t), change: tc.change}
-			tool := memtool.New(fsys, memtool.Options{EditAttempts: tc.attempts})
+			tool := memtool.New(fsys, memtool.Options{EditAttempts: tc.attempts, CombineEdits: combine})
 			initial := tc.initial
 			if initial == "" {
 				initial = "original"
@@ -987,7 +995,7 @@ func testConflict(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 	}
 }
 
-func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS) {
+func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS, combine bool) {
 	ctx := context.Background()
 	const n = 20
 	run := func(tool *memtool.Tool, inputs [][]byte) []memtool.Result {
@@ -1002,7 +1010,7 @@ func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 
 	t.Run("str_replace-distinct-lines", func(t *testing.T) {
 		fsys := newFS(t)
-		tool := memtool.New(fsys, memtool.Options{})
+		tool := memtool.New(fsys, memtool.Options{CombineEdits: combine})
 		var lines, want, inputs []string
 		for i := range n {
 			lines = append(lines, fmt.Sprintf("item-%02d: todo", i))
@@ -1026,7 +1034,7 @@ func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 
 	t.Run("inserts", func(t *testing.T) {
 		fsys := newFS(t)
-		tool := memtool.New(fsys, memtool.Options{})
+		tool := memtool.New(fsys, memtool.Options{CombineEdits: combine})
 		mustOK(t, tool, create("/memories/log.txt", "head"))
 		var ins [][]byte
 		for i := range n {
@@ -1055,7 +1063,7 @@ func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 	t.Run("renames-onto-one-destination", func(t *testing.T) {
 		for trial := range 50 {
 			fsys := newFS(t)
-			tool := memtool.New(fsys, memtool.Options{})
+			tool := memtool.New(fsys, memtool.Options{CombineEdits: combine})
 			mustOK(t, tool, create("/memories/a", "A"))
 			mustOK(t, tool, create("/memories/b", "B"))
 			res := run(tool, [][]byte{rename("/memories/a", "/memories/dst"), rename("/memories/b", "/memories/dst")})
@@ -1077,7 +1085,7 @@ func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 	t.Run("delete-dir-vs-writes-under-it", func(t *testing.T) {
 		for trial := range 20 {
 			fsys := newFS(t)
-			tool := memtool.New(fsys, memtool.Options{})
+			tool := memtool.New(fsys, memtool.Options{CombineEdits: combine})
 			mustOK(t, tool, create("/memories/d/seed", "s"))
 			ins := [][]byte{del("/memories/d")}
 			for i := range 5 {
@@ -1104,7 +1112,7 @@ func testConcurrency(t *testing.T, newFS func(t *testing.T) memtool.FS) {
 
 	t.Run("mixed-no-error", func(t *testing.T) {
 		fsys := newFS(t)
-		tool := memtool.New(fsys, memtool.Options{})
+		tool := memtool.New(fsys, memtool.Options{CombineEdits: combine})
 		var ins [][]byte
 		for i := range n {
 			p := fmt.Sprintf("/memories/dir%d/f.txt", i%4)
