@@ -82,7 +82,7 @@ func (t *Tool) editQueued(ctx context.Context, p Path, e *pendingEdit) *Result {
 	// lock; or ours to run, with whatever else is waiting.
 	if b := t.edits.take(p.Rel); len(b) > 0 {
 		wctx := ctx
-		if len(b) > 1 {
+		if len(b) > 1 || b[0] != e {
 			// Others' edits ride on this call: its cancellation must not
 			// fail them halfway (the write is bounded by the FS's own
 			// timeouts).
