@@ -3,6 +3,7 @@ package memtool
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -21,6 +22,34 @@ type pendingEdit struct {
 type editQueue struct {
 	mu      sync.Mutex
 	pending map[string][]*pendingEdit
+}
+
+// add queues e on name.
+func (q *editQueue) add(name string, e *pendingEdit) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pending == nil {
+		q.pending = map[string][]*pendingEdit{}
+	}
+	q.pending[name] = append(q.pending[name], e)
+}
+
+// withdraw removes e from name's queue and reports whether it was there
+// (false: a lock holder has taken it).
+func (q *editQueue) withdraw(name string, e *pendingEdit) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.pending[name]
+	i := slices.Index(b, e)
+	if i < 0 {
+		return false
+	}
+	if b = slices.Delete(b, i, i+1); len(b) == 0 {
+		delete(q.pending, name)
+	} else {
+		q.pending[name] = b
+	}
+	return true
 }
 
 // take removes and returns the edits waiting on name.
@@ -50,30 +79,14 @@ func (t *Tool) editQueued(ctx context.Context, p Path, e *pendingEdit) *Result {
 		return e.res
 	}
 	e.done = make(chan struct{})
-	t.edits.mu.Lock()
-	if t.edits.pending == nil {
-		t.edits.pending = map[string][]*pendingEdit{}
-	}
-	t.edits.pending[p.Rel] = append(t.edits.pending[p.Rel], e)
-	t.edits.mu.Unlock()
-
+	t.edits.add(p.Rel, e)
 	unlock, res := t.lock(ctx, true, p.Rel)
 	if res != nil {
 		// Cancelled while waiting: withdraw the edit, unless a lock
 		// holder has taken it already (then it is being written).
-		t.edits.mu.Lock()
-		b := t.edits.pending[p.Rel]
-		for i, o := range b {
-			if o == e {
-				t.edits.pending[p.Rel] = append(b[:i:i], b[i+1:]...)
-				if len(t.edits.pending[p.Rel]) == 0 {
-					delete(t.edits.pending, p.Rel)
-				}
-				t.edits.mu.Unlock()
-				return res
-			}
+		if t.edits.withdraw(p.Rel, e) {
+			return res
 		}
-		t.edits.mu.Unlock()
 		<-e.done
 		return e.res
 	}
