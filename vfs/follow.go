@@ -111,7 +111,10 @@ func (s *store) follow(ctx context.Context, cs trove.ChangeService, onChange fun
 // its listing entry up to date, or dropped it, before the change feed told
 // of the change: when the feed's event comes, the listing shows it already,
 // yet the callers of Follow, which may cache what they saw before the read
-// (the kernel: the old size and time), were never told.
+// (the kernel: the old size and time), were never told. It is called
+// with the listing's lock held (storetree.Tree.GetNoting), so that
+// applyChange, which reads the listing before what was learnt, never sees
+// the new entry without it.
 func (s *store) learn(id, rel string) { s.learnt.Store(id, rel) }
 
 // applyChange brings the listing up to date with c and returns the FS
