@@ -21,12 +21,13 @@ var (
 
 // backupSchema returns the database's tables and columns as
 // storage.CheckBackupSchema wants them: SQLite's own tables and the search
-// index's (virtual and shadow tables, and its queue: the rows a load inserts
-// queue themselves) are left out.
+// index's (virtual and shadow tables; its queue: the rows a load inserts
+// queue themselves; and the stores' search keys, which the stores a load
+// inserts are given afresh) are left out.
 func backupSchema(ctx context.Context, q querier) (map[string][]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT t.name, c.name FROM pragma_table_list AS t, pragma_table_info(t.name) AS c
 		WHERE t.schema = 'main' AND t.type = 'table' AND t.name NOT LIKE 'sqlite\_%' ESCAPE '\'
-			AND t.name <> 'memories_search_queue'
+			AND t.name NOT IN ('memories_search_queue', 'store_search_keys')
 		ORDER BY t.name, c.cid`)
 	if err != nil {
 		return nil, translate(err)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,51 +14,58 @@ import (
 
 // searchScore is the relevance of a memories_search row: BM25 with a match
 // in the path weighing four times one in the content, negated so that
-// higher is better (SQLite's bm25 is lower for a better match).
-// store_key (migration 0017) weighs 0: it only selects stores.
-const searchScore = `-bm25(memories_search, 4.0, 1.0, 0.0, 0.0, 0.0, 0.0)`
+// higher is better (SQLite's bm25 is lower for a better match). The
+// scoped columns spath and scontent (migration 0019) weigh as path and
+// content do; a query matches either those or the plain ones, never both.
+const searchScore = `-bm25(memories_search, 4.0, 1.0, 0.0, 0.0, 0.0, 4.0, 1.0)`
 
 // ftsQuery returns the FTS5 query of q: every term a double-quoted string
 // (a phrase when it has several words), "*" after it for a prefix term,
-// all AND-ed, in the path and content columns only (not store_key). Words
-// hold only letters, digits and marks (trove.SearchWords), so no byte of
-// user input reaches FTS5 syntax; a '"' is doubled anyway, as FTS5 quoting
-// asks, should that rule ever change. With stores, only their memories
-// match: their store_key tokens (storeKey) AND-ed first.
-func ftsQuery(q trove.SearchQuery, stores []string) string {
+// all AND-ed. Words hold only letters, digits and marks
+// (trove.SearchWords), so no byte of user input reaches FTS5 syntax; a '"'
+// is doubled anyway, as FTS5 quoting asks, should that rule ever change.
+//
+// Without store keys the terms are looked for in the path and content
+// columns. With them, in the scoped columns: each word prefixed with a
+// store's tag (scopeTag), the terms of each store AND-ed, the stores
+// OR-ed, so FTS5 reads only those stores' entries.
+func ftsQuery(q trove.SearchQuery, keys []int64) string {
 	var b strings.Builder
-	if len(stores) > 0 {
-		b.WriteString("store_key : (")
-		for i, id := range stores {
+	terms := func(tag string) {
+		b.WriteByte('(')
+		for i, t := range q.Terms {
 			if i > 0 {
-				b.WriteString(" OR ")
+				b.WriteString(" AND ")
 			}
-			b.WriteString(storeKey(id))
+			b.WriteByte('"')
+			for j, w := range t.Words {
+				if j > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(tag)
+				b.WriteString(strings.ReplaceAll(w, `"`, `""`))
+			}
+			b.WriteByte('"')
+			if t.Prefix {
+				b.WriteByte('*')
+			}
 		}
-		b.WriteString(") AND ")
+		b.WriteByte(')')
 	}
-	b.WriteString("{path content} : (")
-	for i, t := range q.Terms {
+	if len(keys) == 0 {
+		b.WriteString("{path content} : ")
+		terms("")
+		return b.String()
+	}
+	b.WriteString("{spath scontent} : (")
+	for i, k := range keys {
 		if i > 0 {
-			b.WriteString(" AND ")
+			b.WriteString(" OR ")
 		}
-		b.WriteByte('"')
-		b.WriteString(strings.ReplaceAll(strings.Join(t.Words, " "), `"`, `""`))
-		b.WriteByte('"')
-		if t.Prefix {
-			b.WriteByte('*')
-		}
+		terms(scopeTag(k))
 	}
 	b.WriteByte(')')
 	return b.String()
-}
-
-// storeKey is a store's token in memories_search.store_key: what the
-// catch-up writes, 's' || hex(store_id) (folded to lower case by the
-// tokenizer, as the query's token is). Hex digits and a letter: one
-// token, nothing FTS5 reads as syntax.
-func storeKey(id string) string {
-	return "s" + strings.ToUpper(hex.EncodeToString([]byte(id)))
 }
 
 // MemorySearch ranks the matches in memories_search alone, then reads only
@@ -74,10 +80,10 @@ func storeKey(id string) string {
 //     searched stores (searchScoped: one look at the stores' exact
 //     memory_count); a credential that sees the only store, or every store
 //     of the only workspace, filters nothing. Named stores are not
-//     filtered by store_id but by their store_key tokens in the FTS5 query
-//     (ftsQuery): FTS5 then reads only their memories' entries, so a
-//     search of one store costs the same however many other stores the
-//     database holds.
+//     filtered by store_id but searched in the scoped columns, under their
+//     keys (ftsQuery, migration 0019): FTS5 then reads only their
+//     memories' entries and bm25 counts only those, so a search of one
+//     store costs the same however many other stores the database holds.
 //   - path_key only for a path prefix.
 //   - memory_id, the tie-break of equal scores, only for the top rows:
 //     see rankSearch.
@@ -113,14 +119,14 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	var stores []string // the named stores of the workspace, when they must be filtered
+	var keys []int64 // the search keys of the named stores of the workspace, when they must be filtered
 	if scoped && ids != "" {
-		if stores, err = t.workspaceStores(ctx, p.WorkspaceID, ids); err != nil || len(stores) == 0 {
+		if keys, err = t.workspaceStoreKeys(ctx, p.WorkspaceID, ids); err != nil || len(keys) == 0 {
 			return []storage.MemorySearchHit{}, err
 		}
 	}
 	var w whereBuilder
-	w.add("memories_search MATCH ?", ftsQuery(p.Query, stores))
+	w.add("memories_search MATCH ?", ftsQuery(p.Query, keys))
 	if scoped && ids == "" {
 		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
 	}
@@ -146,21 +152,22 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	return t.searchPage(ctx, top)
 }
 
-// workspaceStores returns the stores of ids (a JSON array) that belong to
-// workspaceID.
-func (t *tx) workspaceStores(ctx context.Context, workspaceID, ids string) ([]string, error) {
-	rows, err := t.query(ctx, `SELECT id FROM stores WHERE workspace_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id`, workspaceID, ids)
+// workspaceStoreKeys returns the search keys (store_search_keys) of the
+// stores of ids (a JSON array) that belong to workspaceID.
+func (t *tx) workspaceStoreKeys(ctx context.Context, workspaceID, ids string) ([]int64, error) {
+	rows, err := t.query(ctx, `SELECT k.key FROM stores s JOIN store_search_keys k ON k.store_id = s.id
+		WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)) ORDER BY k.key`, workspaceID, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []int64
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var k int64
+		if err := rows.Scan(&k); err != nil {
 			return nil, translate(err)
 		}
-		out = append(out, id)
+		out = append(out, k)
 	}
 	return out, translate(rows.Err())
 }

@@ -278,3 +278,104 @@ func TestSearchPagingThroughTies(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedSearchMatchesPlain: a search of one store among others reads
+// the scoped columns (migration 0019: words Go splits and folds, under the
+// store's tag) and a search of every store the plain ones (words FTS5's
+// unicode61 splits and folds); both must find the same memories of the
+// store, for every word of text in many scripts, as a word and as a
+// prefix, and as phrases.
+func TestScopedSearchMatchesPlain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openInternal(t, Options{})
+	texts := []string{
+		"Café naïve résumé, CAFÉ",
+		"Cafe\u0301 decomposed cafe",
+		"İstanbul ıstakoz ISTANBUL istanbul",
+		"Straße STRASSE strasse",
+		"東京タワー 北京 東京",
+		"Ελληνικά ΣΟΦΊΑ σοφία σοφιας",
+		"emoji 😀party ☃snow",
+		"x²³ ½ 12abc 3.14 v1.2.3",
+		"ǅungla ǆungla ﬁle file",
+		"Ⅻ roman ⅻ",
+		"ქართული ᲥᲐᲠᲗᲣᲚᲘ",
+		"ᏣᎳᎩ ꮳꮃꭹ",
+		"\ue000private \ue0001xword",
+		"nul\x00byte after",
+		"Ǆ ǅ ǆ Ⱥ ⱥ ẞ ß",
+		"𐐀𐐨 Deseret 𞤀𞤢 Adlam",
+		"ꟂꟃꟐ newer letters ᲀ",
+		"snake_case kebab-case dot.path /notes/a.md",
+		"ا لعربية مرحبا עברית",
+		"हिन्दी देवनागरी ภาษาไทย",
+	}
+	for i, s := range []string{"memstore_a", "memstore_b"} {
+		if err := db.Write(ctx, func(tx storage.Tx) error {
+			if err := tx.StoreInsert(ctx, &trove.Store{ID: s, WorkspaceID: "w", Name: s, Metadata: map[string]string{}}); err != nil {
+				return err
+			}
+			for j, text := range texts {
+				if i == 1 && j%2 == 0 { // store b holds some of the texts too
+					continue
+				}
+				m := &trove.Memory{ID: fmt.Sprintf("mem_%d_%02d", i, j), StoreID: s, Path: fmt.Sprintf("/t%02d/%s.md", j, strings.Fields(text)[0]),
+					Content: &text, VersionID: "v", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+				if err := tx.MemoryInsert(ctx, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(q trove.SearchQuery, stores []string) []string {
+		t.Helper()
+		var out []string
+		err := db.ReadSearch(ctx, func(tx storage.Tx) error {
+			hits, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "w", Query: q, StoreIDs: stores})
+			for _, h := range hits {
+				if h.Memory.StoreID == "memstore_a" {
+					out = append(out, h.Memory.Path)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	queries := map[string]bool{}
+	for _, text := range texts {
+		words := trove.SearchWords(text)
+		for i, w := range words {
+			queries[`"`+w+`"`] = true
+			if r := []rune(w); len(r) > 3 {
+				queries[string(r[:len(r)/2])] = true // a bare last word of 2 or more: a prefix
+			}
+			if i > 0 {
+				queries[`"`+words[i-1]+" "+w+`"`] = true
+			}
+		}
+		if up := strings.ToUpper(text); slices.Equal(trove.SearchWords(up), words) { // not ı, ᲀ: upper case loses them
+			queries[up] = true
+		}
+	}
+	for q := range queries {
+		sq, err := trove.ParseSearchQuery(q)
+		if err != nil || len(sq.Terms) == 0 {
+			continue
+		}
+		plain := search(sq, nil)
+		if len(plain) == 0 {
+			t.Errorf("search %q of every store found nothing in store a", q)
+		}
+		if diff := cmp.Diff(plain, search(sq, []string{"memstore_a"})); diff != "" {
+			t.Errorf("search %q: store a alone (+) against every store (-):\n%s", q, diff)
+		}
+	}
+}

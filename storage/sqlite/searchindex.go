@@ -103,8 +103,12 @@ func applySearchQueue(ctx context.Context, q querier, limit int) (int, error) {
 		}
 	}
 	// One statement for all the rows: FTS5 writes them as one segment.
-	if _, err := q.ExecContext(ctx, `INSERT INTO memories_search (rowid, path, content, store_id, memory_id, path_key, store_key)
-		SELECT m.rowid, m.path, m.content, m.store_id, m.id, m.path, 's' || hex(m.store_id) FROM memories m
+	// What is indexed is the words (migration 0019, searchwords.go), plain
+	// and under the store's tag.
+	if _, err := q.ExecContext(ctx, `INSERT INTO memories_search (rowid, path, content, store_id, memory_id, path_key, spath, scontent)
+		SELECT m.rowid, trove_words(CAST(m.path AS BLOB), NULL), trove_words(CAST(m.content AS BLOB), NULL), m.store_id, m.id, m.path,
+			trove_words(CAST(m.path AS BLOB), k.key), trove_words(CAST(m.content AS BLOB), k.key)
+		FROM memories m JOIN store_search_keys k ON k.store_id = m.store_id
 		WHERE m.rowid IN (SELECT mrowid FROM memories_search_queue`+bound+`) ORDER BY m.rowid`, args...); err != nil {
 		return 0, translate(err)
 	}

@@ -152,6 +152,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := registerChain(); err != nil {
 		return nil, err
 	}
+	if err := registerWords(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, trove.Errorf(trove.EINVALID, "sqlite: bad database path %q", path)
