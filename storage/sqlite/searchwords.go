@@ -35,8 +35,10 @@ func scopeTag(key int64) string {
 
 // indexText returns the text memories_search indexes for text: its words
 // (trove.SearchWords), each prefixed with tag, separated by spaces. The
-// tokenizer (unicode61, whose word characters are trove.IsSearchWordRune's
-// categories) reads each as one token, as it does a query's.
+// tokenizer ('ascii': a token is a run of ASCII letters and digits and
+// non-ASCII characters) reads each as one token, as it does a query's: a
+// word holds no other ASCII character (trove.IsSearchWordRune), and a tag
+// is U+E000, digits and 'x'.
 func indexText(tag, text string) string {
 	spans := trove.SearchWordSpans(text)
 	if len(spans) == 0 {
