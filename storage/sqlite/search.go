@@ -124,11 +124,17 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 		if keys, err = t.workspaceStoreKeys(ctx, p.WorkspaceID, ids); err != nil || len(keys) == 0 {
 			return []storage.MemorySearchHit{}, err
 		}
+		if len(keys)*len(p.Query.Terms) > maxScopedPhrases {
+			keys = nil // filtered by store_id below
+		}
 	}
 	var w whereBuilder
 	w.add("memories_search MATCH ?", ftsQuery(p.Query, keys))
-	if scoped && ids == "" {
+	switch {
+	case scoped && ids == "":
 		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
+	case scoped && keys == nil:
+		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, ids)
 	}
 	if p.Prefix != "" {
 		w.add("path_key >= ?", p.Prefix)
@@ -151,6 +157,17 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	}
 	return t.searchPage(ctx, top)
 }
+
+// maxScopedPhrases bounds the phrases a search of named stores asks the
+// scoped columns for: each store's terms are phrases of their own, and
+// bm25 scores every match against every phrase of the query, so naming
+// many stores with many terms costs (matches × stores × terms): naming 100
+// of 101 stores of 50 memories with 8 terms took 0.79 s, the store_id
+// filter 0.11 s. Past the
+// bound the plain columns are searched and the matches filtered by store,
+// which costs what every store's matches do. 64 keeps a session's 8
+// stores with a query of 8 terms on the scoped columns.
+const maxScopedPhrases = 64
 
 // workspaceStoreKeys returns the search keys (store_search_keys) of the
 // stores of ids (a JSON array) that belong to workspaceID.

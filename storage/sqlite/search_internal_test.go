@@ -379,3 +379,71 @@ func TestScopedSearchMatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchManyNamedStores: a search of named stores reads the scoped
+// columns, unless the stores times the terms pass maxScopedPhrases; then
+// the plain columns filtered by store_id. Both find exactly the named
+// stores' memories of the caller's workspace.
+func TestSearchManyNamedStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openInternal(t, Options{})
+	var ids []string
+	for s := range 12 {
+		id, ws := fmt.Sprintf("memstore_%02d", s), "w"
+		if s == 11 {
+			ws = "x" // another workspace's store: never found from w
+		}
+		ids = append(ids, id)
+		if err := db.Write(ctx, func(tx storage.Tx) error {
+			if err := tx.StoreInsert(ctx, &trove.Store{ID: id, WorkspaceID: ws, Name: id, Metadata: map[string]string{}}); err != nil {
+				return err
+			}
+			for i := range 3 {
+				c := "one two three four five six seven eight"
+				m := &trove.Memory{ID: fmt.Sprintf("mem_%02d_%d", s, i), StoreID: id, Path: fmt.Sprintf("/m%d", i), Content: &c, VersionID: "v", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+				if err := tx.MemoryInsert(ctx, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		query  string
+		stores []string
+		want   []string
+	}{
+		{"scoped", `one two three four five six seven "eight"`, []string{ids[1], ids[11]}, []string{ids[1]}},
+		{"filtered", `one two three four five six seven "eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11]},
+		{"scoped, one term", `"eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := trove.ParseSearchQuery(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			err = db.ReadSearch(ctx, func(tx storage.Tx) error {
+				hits, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "w", Query: q, StoreIDs: tc.stores})
+				for _, h := range hits {
+					got[h.Memory.StoreID]++
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{}
+			for _, id := range tc.want {
+				want[id] = 3
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("hits by store (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
