@@ -78,12 +78,15 @@ func ftsQuery(q trove.SearchQuery, keys []int64) string {
 //
 //   - store_id only when some memory of the database lies outside the
 //     searched stores (searchScoped: one look at the stores' exact
-//     memory_count); a credential that sees the only store, or every store
-//     of the only workspace, filters nothing. Named stores are not
-//     filtered by store_id but searched in the scoped columns, under their
-//     keys (ftsQuery, migration 0019): FTS5 then reads only their
-//     memories' entries and bm25 counts only those, so a search of one
-//     store costs the same however many other stores the database holds.
+//     memory_count) and the searched stores are many (below); a credential
+//     that sees the only store, or every store of the only workspace,
+//     filters nothing. A few stores (named ones, or every store of a
+//     workspace among others) are not filtered by store_id but searched in
+//     the scoped columns, under their keys (ftsQuery, migration 0019):
+//     FTS5 then reads only their memories' entries and bm25 counts only
+//     those, so a search of one store costs the same however many other
+//     stores the database holds. "A few" is up to maxScopedPhrases
+//     stores × terms.
 //   - path_key only for a path prefix.
 //   - memory_id, the tie-break of equal scores, only for the top rows:
 //     see rankSearch.
@@ -119,21 +122,26 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	var keys []int64 // the search keys of the named stores of the workspace, when they must be filtered
-	if scoped && ids != "" {
-		if keys, err = t.workspaceStoreKeys(ctx, p.WorkspaceID, ids); err != nil || len(keys) == 0 {
+	// Filtered by store: on the scoped columns under the stores' keys when
+	// the stores times the terms stay within maxScopedPhrases, else on the
+	// plain columns by store_id.
+	var keys []int64
+	if scoped {
+		most := maxScopedPhrases / len(p.Query.Terms)
+		if keys, err = t.searchStoreKeys(ctx, p.WorkspaceID, ids, most+1); err != nil || len(keys) == 0 {
 			return []storage.MemorySearchHit{}, err
 		}
-		if len(keys)*len(p.Query.Terms) > maxScopedPhrases {
-			keys = nil // filtered by store_id below
+		if len(keys) > most {
+			keys = nil
 		}
 	}
 	var w whereBuilder
 	w.add("memories_search MATCH ?", ftsQuery(p.Query, keys))
 	switch {
-	case scoped && ids == "":
+	case !scoped || keys != nil:
+	case ids == "":
 		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
-	case scoped && keys == nil:
+	default:
 		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, ids)
 	}
 	if p.Prefix != "" {
@@ -169,11 +177,20 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 // stores with a query of 8 terms on the scoped columns.
 const maxScopedPhrases = 64
 
-// workspaceStoreKeys returns the search keys (store_search_keys) of the
-// stores of ids (a JSON array) that belong to workspaceID.
-func (t *tx) workspaceStoreKeys(ctx context.Context, workspaceID, ids string) ([]int64, error) {
-	rows, err := t.query(ctx, `SELECT k.key FROM stores s JOIN store_search_keys k ON k.store_id = s.id
-		WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)) ORDER BY k.key`, workspaceID, ids)
+// searchStoreKeys returns the search keys (store_search_keys) of at most
+// limit of the searched stores that hold memories: of ids (a JSON array)
+// that belong to workspaceID, or, when ids is "", of the workspace's
+// stores that are not archived.
+func (t *tx) searchStoreKeys(ctx context.Context, workspaceID, ids string, limit int) ([]int64, error) {
+	q := `SELECT k.key FROM stores s JOIN store_search_keys k ON k.store_id = s.id
+		WHERE s.workspace_id = ? AND s.memory_count > 0 AND s.id IN (SELECT value FROM json_each(?)) LIMIT ?`
+	args := []any{workspaceID, ids, limit}
+	if ids == "" {
+		q = `SELECT k.key FROM stores s JOIN store_search_keys k ON k.store_id = s.id
+		WHERE s.workspace_id = ? AND s.memory_count > 0 AND s.archived_at IS NULL LIMIT ?`
+		args = []any{workspaceID, limit}
+	}
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -380,10 +380,12 @@ func TestScopedSearchMatchesPlain(t *testing.T) {
 	}
 }
 
-// TestSearchManyNamedStores: a search of named stores reads the scoped
+// TestSearchManyNamedStores: a search of named stores, or of every store
+// of a workspace while another workspace holds memories, reads the scoped
 // columns, unless the stores times the terms pass maxScopedPhrases; then
-// the plain columns filtered by store_id. Both find exactly the named
-// stores' memories of the caller's workspace.
+// the plain columns filtered by store_id. Both find exactly the searched
+// stores' memories of the caller's workspace (every store: not an
+// archived one).
 func TestSearchManyNamedStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -394,9 +396,14 @@ func TestSearchManyNamedStores(t *testing.T) {
 		if s == 11 {
 			ws = "x" // another workspace's store: never found from w
 		}
+		var archived *time.Time
+		if s == 10 {
+			now := time.Now()
+			archived = &now // searched only when named
+		}
 		ids = append(ids, id)
 		if err := db.Write(ctx, func(tx storage.Tx) error {
-			if err := tx.StoreInsert(ctx, &trove.Store{ID: id, WorkspaceID: ws, Name: id, Metadata: map[string]string{}}); err != nil {
+			if err := tx.StoreInsert(ctx, &trove.Store{ID: id, WorkspaceID: ws, Name: id, Metadata: map[string]string{}, ArchivedAt: archived}); err != nil {
 				return err
 			}
 			for i := range 3 {
@@ -420,6 +427,8 @@ func TestSearchManyNamedStores(t *testing.T) {
 		{"scoped", `one two three four five six seven "eight"`, []string{ids[1], ids[11]}, []string{ids[1]}},
 		{"filtered", `one two three four five six seven "eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11]},
 		{"scoped, one term", `"eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11]},
+		{"every store, scoped", `"eight"`, nil, ids[:10]},
+		{"every store, filtered", `one two three four five six seven "eight"`, nil, ids[:10]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := trove.ParseSearchQuery(tc.query)
