@@ -3,16 +3,11 @@ package sqlite
 import (
 	"database/sql/driver"
 	"fmt"
-	"sync"
 
 	"modernc.org/sqlite"
 
 	"github.com/trovehq/trove"
 )
-
-var registerChain = sync.OnceValue(func() error {
-	return sqlite.RegisterDeterministicScalarFunction("trove_chain", 3, chainFunc)
-})
 
 // chainFunc is SQL's trove_chain(prev BLOB or NULL, seq INTEGER, leaf BLOB):
 // trove.VersionChainHash, so VersionInsert advances a store's chain head in

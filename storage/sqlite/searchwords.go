@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"modernc.org/sqlite"
 
@@ -19,10 +18,6 @@ import (
 // store's tag, in spath and scontent, so that the words of one store are
 // FTS5 terms of their own. A search of named stores asks for those terms
 // (ftsQuery): FTS5 reads, and bm25 counts, only those stores' entries.
-
-var registerWords = sync.OnceValue(func() error {
-	return sqlite.RegisterDeterministicScalarFunction("trove_words", 2, wordsFunc)
-})
 
 // scopeTag is what precedes every word of a store's scoped terms: U+E000
 // (a private-use character, which the tokenizer keeps in a token and text
@@ -40,20 +35,11 @@ func scopeTag(key int64) string {
 // word holds no other ASCII character (trove.IsSearchWordRune), and a tag
 // is U+E000, digits and 'x'.
 func indexText(tag, text string) string {
-	spans := trove.SearchWordSpans(text)
-	if len(spans) == 0 {
+	words := trove.SearchWords(text)
+	if len(words) == 0 {
 		return ""
 	}
-	var b strings.Builder
-	b.Grow(len(text) + len(spans)*len(tag))
-	for i, sp := range spans {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(tag)
-		b.WriteString(strings.ToLower(text[sp.Start:sp.End]))
-	}
-	return b.String()
+	return tag + strings.Join(words, " "+tag)
 }
 
 // wordsFunc is SQL's trove_words(text BLOB, key INTEGER or NULL):

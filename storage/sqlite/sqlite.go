@@ -33,7 +33,7 @@ import (
 	"github.com/trovehq/trove"
 	"github.com/trovehq/trove/storage"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 )
 
 // DefaultMaxBatch is the default cap on how many Writes one group commit
@@ -137,6 +137,16 @@ type writeReq struct {
 	done chan struct{}
 }
 
+// registerFunctions registers, once per process, the Go SQL functions the
+// schema's statements call: trove_chain (chain.go) and trove_words
+// (searchwords.go).
+var registerFunctions = sync.OnceValue(func() error {
+	if err := sqlite.RegisterDeterministicScalarFunction("trove_chain", 3, chainFunc); err != nil {
+		return err
+	}
+	return sqlite.RegisterDeterministicScalarFunction("trove_words", 2, wordsFunc)
+})
+
 // Open opens (creating if needed) the SQLite database at path and starts its
 // committer. It returns EINVALID for an empty path, EUNAVAILABLE when the
 // file cannot be opened, and EINVALID when the database's schema is newer
@@ -149,10 +159,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if _, err := knownVersion(); err != nil {
 		return nil, err
 	}
-	if err := registerChain(); err != nil {
-		return nil, err
-	}
-	if err := registerWords(); err != nil {
+	if err := registerFunctions(); err != nil {
 		return nil, err
 	}
 	abs, err := filepath.Abs(path)
