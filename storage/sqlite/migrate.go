@@ -132,7 +132,15 @@ func (db *DB) SchemaVersion(ctx context.Context) (have, known int, err error) {
 // serialized by SQLite's write lock and each migration runs exactly once.
 // It returns EINVALID if the database is newer than this build.
 func (db *DB) Migrate(ctx context.Context) error {
-	err := db.submit(ctx, &writeReq{ctx: ctx, raw: migrate})
+	err := db.submit(ctx, &writeReq{ctx: ctx, raw: func(ctx context.Context, c *sql.Conn) error {
+		if err := migrate(ctx, c); err != nil {
+			return err
+		}
+		if n, err := searchQueued(ctx, c); err == nil { // a migration may rebuild the index
+			db.noteSearchBacklog(n)
+		}
+		return nil
+	}})
 	if err == nil {
 		db.needMigrate.Store(false)
 	}

@@ -110,45 +110,9 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	if len(p.Query.Terms) == 0 {
 		return []storage.MemorySearchHit{}, nil
 	}
-	var ids string
-	if len(p.StoreIDs) > 0 {
-		b, err := json.Marshal(p.StoreIDs)
-		if err != nil {
-			return nil, err
-		}
-		ids = string(b)
-	}
-	scoped, err := t.searchScoped(ctx, p.WorkspaceID, ids)
-	if err != nil {
-		return nil, err
-	}
-	// Filtered by store: on the scoped columns under the stores' keys when
-	// the stores times the terms stay within maxScopedPhrases, else on the
-	// plain columns by store_id.
-	var keys []int64
-	if scoped {
-		most := maxScopedPhrases / len(p.Query.Terms)
-		if keys, err = t.searchStoreKeys(ctx, p.WorkspaceID, ids, most+1); err != nil || len(keys) == 0 {
-			return []storage.MemorySearchHit{}, err
-		}
-		if len(keys) > most {
-			keys = nil
-		}
-	}
-	var w whereBuilder
-	w.add("memories_search MATCH ?", ftsQuery(p.Query, keys))
-	switch {
-	case !scoped || keys != nil:
-	case ids == "":
-		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
-	default:
-		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, ids)
-	}
-	if p.Prefix != "" {
-		w.add("path_key >= ?", p.Prefix)
-		if end, ok := prefixEnd(p.Prefix); ok {
-			w.add("path_key < ?", end)
-		}
+	w, ok, err := t.searchWhere(ctx, p)
+	if err != nil || !ok {
+		return []storage.MemorySearchHit{}, err
 	}
 	top, err := t.rankSearch(ctx, w, p.After, p.Limit)
 	if err != nil || len(top) == 0 {
@@ -164,6 +128,53 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 		}
 	}
 	return t.searchPage(ctx, top)
+}
+
+// searchWhere returns the conditions of p's search on memories_search: the
+// MATCH (ftsQuery, on the scoped columns or the plain ones), the store
+// filter when the plain columns are read for some stores only, and the
+// path prefix. ok is false when no store searched holds a memory.
+func (t *tx) searchWhere(ctx context.Context, p storage.MemorySearchParams) (w whereBuilder, ok bool, err error) {
+	var ids string
+	if len(p.StoreIDs) > 0 {
+		b, err := json.Marshal(p.StoreIDs)
+		if err != nil {
+			return w, false, err
+		}
+		ids = string(b)
+	}
+	scoped, err := t.searchScoped(ctx, p.WorkspaceID, ids)
+	if err != nil {
+		return w, false, err
+	}
+	// Filtered by store: on the scoped columns under the stores' keys when
+	// the stores times the terms stay within maxScopedPhrases, else on the
+	// plain columns by store_id.
+	var keys []int64
+	if scoped {
+		most := maxScopedPhrases / len(p.Query.Terms)
+		if keys, err = t.searchStoreKeys(ctx, p.WorkspaceID, ids, most+1); err != nil || len(keys) == 0 {
+			return w, false, err
+		}
+		if len(keys) > most {
+			keys = nil
+		}
+	}
+	w.add("memories_search MATCH ?", ftsQuery(p.Query, keys))
+	switch {
+	case !scoped || keys != nil:
+	case ids == "":
+		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.archived_at IS NULL)", p.WorkspaceID)
+	default:
+		w.add("store_id IN (SELECT s.id FROM stores s WHERE s.workspace_id = ? AND s.id IN (SELECT value FROM json_each(?)))", p.WorkspaceID, ids)
+	}
+	if p.Prefix != "" {
+		w.add("path_key >= ?", p.Prefix)
+		if end, ok := prefixEnd(p.Prefix); ok {
+			w.add("path_key < ?", end)
+		}
+	}
+	return w, true, nil
 }
 
 // maxScopedPhrases bounds the phrases a search of named stores asks the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -423,12 +424,13 @@ func TestSearchManyNamedStores(t *testing.T) {
 		query  string
 		stores []string
 		want   []string
+		scoped bool // the way searchWhere must take
 	}{
-		{"scoped", `one two three four five six seven "eight"`, []string{ids[1], ids[11]}, []string{ids[1]}},
-		{"filtered", `one two three four five six seven "eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11]},
-		{"scoped, one term", `"eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11]},
-		{"every store, scoped", `"eight"`, nil, ids[:10]},
-		{"every store, filtered", `one two three four five six seven "eight"`, nil, ids[:10]},
+		{"scoped", `one two three four five six seven "eight"`, []string{ids[1], ids[11]}, []string{ids[1]}, true},
+		{"filtered", `one two three four five six seven "eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11], false},
+		{"scoped, one term", `"eight"`, append(slices.Clone(ids[2:11]), ids[11]), ids[2:11], true},
+		{"every store, scoped", `"eight"`, nil, ids[:10], true},
+		{"every store, filtered", `one two three four five six seven "eight"`, nil, ids[:10], false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := trove.ParseSearchQuery(tc.query)
@@ -436,8 +438,19 @@ func TestSearchManyNamedStores(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[string]int{}
-			err = db.ReadSearch(ctx, func(tx storage.Tx) error {
-				hits, err := tx.MemorySearch(ctx, storage.MemorySearchParams{WorkspaceID: "w", Query: q, StoreIDs: tc.stores})
+			p := storage.MemorySearchParams{WorkspaceID: "w", Query: q, StoreIDs: tc.stores}
+			err = db.ReadSearch(ctx, func(stx storage.Tx) error {
+				// The way: the scoped columns under the stores' keys, no
+				// store_id filter; or the plain columns and the filter.
+				w, _, err := stx.(*tx).searchWhere(ctx, p)
+				if err != nil {
+					return err
+				}
+				match, where := w.args[0].(string), strings.Join(w.conds, " AND ")
+				if scoped, filtered := strings.HasPrefix(match, "{spath scontent}"), strings.Contains(where, "store_id IN"); scoped != tc.scoped || filtered == tc.scoped {
+					t.Errorf("MATCH %q WHERE %s: scoped columns %v, store_id filter %v; want scoped %v", match, where, scoped, filtered, tc.scoped)
+				}
+				hits, err := stx.MemorySearch(ctx, p)
 				for _, h := range hits {
 					got[h.Memory.StoreID]++
 				}
@@ -452,6 +465,57 @@ func TestSearchManyNamedStores(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("hits by store (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSearchBacklogLogged: opening a database whose search queue holds a
+// backlog (what a migration that rebuilds the index leaves: every memory)
+// says so in the log, with the count, so that a first search waiting for
+// it is explained; a queue under searchBacklogNote says nothing.
+func TestSearchBacklogLogged(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		queued int
+		want   bool
+	}{
+		{"backlog", searchBacklogNote, true},
+		{"under the note", searchBacklogNote - 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "trove.db")
+			db, err := Open(ctx, path, Options{AutoMigrate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			raw, err := sql.Open("sqlite", dsn(path, writerParams))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Entries for rows that do not exist: a catch-up drops them.
+			if _, err := raw.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+				INSERT INTO memories_search_queue (mrowid) SELECT i FROM n`, tc.queued); err != nil {
+				t.Fatal(err)
+			}
+			raw.Close()
+			var log strings.Builder
+			db, err = Open(ctx, path, Options{AutoMigrate: true, SearchIndexIdle: -1, SearchIndexLag: -1,
+				Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.CatchUpSearch(ctx); err != nil { // after the committer's first look
+				t.Fatal(err)
+			}
+			db.Close()
+			got := strings.Contains(log.String(), fmt.Sprintf("search index has memories to index (after an upgrade or a bulk load); they are indexed while no write comes, and a search waits until they are\" queued=%d", tc.queued))
+			if got != tc.want {
+				t.Errorf("%d queued: logged %v, want %v; the log:\n%s", tc.queued, got, tc.want, log.String())
 			}
 		})
 	}

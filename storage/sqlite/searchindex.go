@@ -175,6 +175,22 @@ func (db *DB) backgroundCatchUp() {
 	}
 }
 
+// searchBacklogNote is the queue length from which opening or migrating a
+// database says so in the log (Info): a migration that rebuilds the index
+// (0017, 0019) queues every memory, about 2.5 minutes of indexing at 1 M
+// memories on 2 cores (docs/perf/scale.md), and the first search waits
+// for all of it.
+const searchBacklogNote = 10_000
+
+// noteSearchBacklog logs, when n queued entries are a backlog worth
+// knowing about, what happens to them.
+func (db *DB) noteSearchBacklog(n int64) {
+	if n >= searchBacklogNote {
+		db.log.Info("sqlite: the search index has memories to index (after an upgrade or a bulk load); they are indexed while no write comes, and a search waits until they are",
+			"queued", n)
+	}
+}
+
 // searchLagCheck is how many committed Writes pass between two looks at
 // the queue's length (a statement): the lag is a bound on a search's
 // catch-up, not an exact count.

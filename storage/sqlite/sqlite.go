@@ -537,6 +537,7 @@ func (db *DB) commitLoop() {
 	if !db.needMigrate.Load() { // entries a crash left queued
 		if n, err := searchQueued(context.Background(), db.wconn); err == nil {
 			db.searchDirty = n > 0
+			db.noteSearchBacklog(n)
 		}
 	}
 	idle := time.NewTimer(time.Hour)
