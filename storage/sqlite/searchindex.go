@@ -182,13 +182,16 @@ func (db *DB) backgroundCatchUp() {
 // for all of it.
 const searchBacklogNote = 10_000
 
-// noteSearchBacklog logs, when n queued entries are a backlog worth
-// knowing about, what happens to them.
-func (db *DB) noteSearchBacklog(n int64) {
-	if n >= searchBacklogNote {
+// lookAtSearchQueue returns how many entries are queued (searchQueued)
+// and logs, when they are a backlog worth knowing about, what happens to
+// them. Opening and migrating a database call it on the writer.
+func (db *DB) lookAtSearchQueue(ctx context.Context, q querier) (int64, error) {
+	n, err := searchQueued(ctx, q)
+	if err == nil && n >= searchBacklogNote {
 		db.log.Info("sqlite: the search index has memories to index (after an upgrade or a bulk load); they are indexed while no write comes, and a search waits until they are",
 			"queued", n)
 	}
+	return n, err
 }
 
 // searchLagCheck is how many committed Writes pass between two looks at

@@ -535,9 +535,8 @@ func (db *DB) commitLoop() {
 	defer close(db.done)
 	batch := make([]*writeReq, 0, db.max)
 	if !db.needMigrate.Load() { // entries a crash left queued
-		if n, err := searchQueued(context.Background(), db.wconn); err == nil {
+		if n, err := db.lookAtSearchQueue(context.Background(), db.wconn); err == nil {
 			db.searchDirty = n > 0
-			db.noteSearchBacklog(n)
 		}
 	}
 	idle := time.NewTimer(time.Hour)
