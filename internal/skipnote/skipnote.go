@@ -161,8 +161,13 @@ const LongPrefix = "TestLong"
 // LongRun is the go test flag that runs only the long tests.
 const LongRun = "-run '^" + LongPrefix + "'"
 
-// longReason is what the summary says of the long tests -short left out.
-const longReason = "long tests left out by -short; go test -race " + LongRun + " ./... runs them"
+// RaceFlags are the README's flags for the race detector: SQLite's
+// translated C is compiled without it (docs/testing.md).
+const RaceFlags = "-race -gcflags=modernc.org/sqlite/lib=-race=false"
+
+// longReason is what the summary says of the long tests -short left out:
+// the command .ci/run runs them with.
+const longReason = "long tests left out by -short; go test " + RaceFlags + " " + LongRun + " ./... runs them"
 
 // Long marks t as a long test: under -short it is skipped, and counted in
 // the package's SKIPPED line. A test whose top-level name does not begin

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -133,6 +134,32 @@ func TestMarkLong(t *testing.T) {
 			}
 			if got := Summary(); got != want {
 				t.Errorf("Summary() = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestCommandsAgree checks that the commands this package names (in the
+// long tests' skip reason) are the ones the README tells a newcomer to run
+// and .ci/run runs: the race flags and the long tests' -run pattern.
+func TestCommandsAgree(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"README.md", []string{"go test " + RaceFlags + " -short", "go test " + RaceFlags + " " + LongRun + " ./..."}},
+		{".ci/run", []string{"race=(" + RaceFlags + ")", LongRun}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "..", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(b), w) {
+					t.Errorf("%s does not say %q", tc.file, w)
+				}
 			}
 		})
 	}
