@@ -421,18 +421,11 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 		p.Tools = &tools
 	}
 	if body.Metadata != nil {
-		p.Metadata = map[string]*string{}
-		for k, v := range body.Metadata {
-			if v.Kind() == 'n' {
-				p.Metadata[k] = nil
-				continue
-			}
-			var sv string
-			if err := json.Unmarshal(v, &sv); err != nil {
-				return trove.Errorf(trove.EINVALID, "metadata values must be strings or null (key %q)", k)
-			}
-			p.Metadata[k] = &sv
+		md, err := metadataPatch(body.Metadata)
+		if err != nil {
+			return err
 		}
+		p.Metadata = md
 	}
 	a, err := s.agents.UpdateAgent(r.Context(), r.PathValue("agent_id"), p)
 	if err != nil {

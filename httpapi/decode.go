@@ -178,6 +178,24 @@ func jsonTypeName(kind string) string {
 	return "a " + kind
 }
 
+// metadataPatch decodes an update's metadata member: a string sets a key,
+// null deletes it (a nil value), anything else is EINVALID naming the key.
+func metadataPatch(m map[string]jsontext.Value) (map[string]*string, error) {
+	md := make(map[string]*string, len(m))
+	for k, v := range m {
+		if v.Kind() == 'n' {
+			md[k] = nil
+			continue
+		}
+		var sv string
+		if err := json.Unmarshal(v, &sv); err != nil {
+			return nil, trove.Errorf(trove.EINVALID, "metadata values must be strings or null (key %q)", k)
+		}
+		md[k] = &sv
+	}
+	return md, nil
+}
+
 // Query parameters. Unknown ones are ignored; bad values of known ones are
 // EINVALID.
 

@@ -206,17 +206,8 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if body.Metadata != nil {
-		p.Metadata = map[string]*string{}
-		for k, v := range body.Metadata {
-			if v.Kind() == 'n' {
-				p.Metadata[k] = nil
-				continue
-			}
-			var sv string
-			if err := json.Unmarshal(v, &sv); err != nil {
-				return trove.Errorf(trove.EINVALID, "metadata values must be strings or null (key %q)", k)
-			}
-			p.Metadata[k] = &sv
+		if p.Metadata, err = metadataPatch(body.Metadata); err != nil {
+			return err
 		}
 	}
 	e, err := s.envs.UpdateEnvironment(r.Context(), r.PathValue("environment_id"), p)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/trovehq/trove"
@@ -157,17 +156,9 @@ func (s *Server) updateWork(w http.ResponseWriter, r *http.Request) error {
 	if body.Metadata == nil {
 		return trove.Errorf(trove.EINVALID, "metadata is required")
 	}
-	md := map[string]*string{}
-	for k, v := range body.Metadata {
-		if v.Kind() == 'n' {
-			md[k] = nil
-			continue
-		}
-		var sv string
-		if err := json.Unmarshal(v, &sv); err != nil {
-			return trove.Errorf(trove.EINVALID, "metadata values must be strings or null (key %q)", k)
-		}
-		md[k] = &sv
+	md, err := metadataPatch(body.Metadata)
+	if err != nil {
+		return err
 	}
 	it, err := s.work.UpdateWork(r.Context(), r.PathValue("environment_id"), r.PathValue("work_id"), md)
 	if err != nil {
