@@ -178,12 +178,7 @@ func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams, content 
 	case p.Prefix != "":
 		end, hasEnd = prefixEnd(p.Prefix)
 	}
-	// pick is the memory's version as of S when it is at the pair's path
-	// and not a deletion (checked in the statement, so the content of a
-	// version not kept is never read).
-	pick := `SELECT ` + versionCols + `, ` + content + ` FROM versions WHERE store_id = ? AND seq =
-		(SELECT seq FROM versions WHERE memory_id = ? AND seq <= ? AND store_id = ? ORDER BY seq DESC LIMIT 1)
-		AND path IS ? AND operation <> 'deleted'`
+	pick := asOfPickQuery(content)
 	out := []trove.MemoryVersion{}
 	budget := p.MaxBytes
 	for len(out) < p.Limit {
@@ -218,7 +213,7 @@ func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams, content 
 		}
 		cur.path, cur.mid, cur.inclusive = path.String, mid, false
 		var v trove.MemoryVersion
-		err = t.queryRow(ctx, "", "", func(r rowScanner) error { return scanVersion(r, &v) }, pick, p.StoreID, mid, p.Seq, p.StoreID, path)
+		err = t.queryRow(ctx, "", "", func(r rowScanner) error { return scanVersion(r, &v) }, pick, mid, p.Seq, p.StoreID, path)
 		if trove.ErrorCode(err) == trove.ENOTFOUND {
 			continue // created after S, gone at S, or at another path then
 		}
@@ -234,6 +229,20 @@ func (t *tx) asOfWalk(ctx context.Context, p storage.VersionAsOfParams, content 
 		}
 	}
 	return out, nil
+}
+
+// asOfPickQuery reads, for asOfWalk, the memory's version as of S when it
+// is at the pair's path and not a deletion (checked in the statement, so
+// the content of a version not kept is never read); its arguments are the
+// memory ID, S, the store ID and the pair's path. The probe returns the
+// version's rowid, not its seq: the row its store_id check just read is
+// then read again from the page cache, where a seq would take another seek,
+// through versions_by_seq, to a page that at the hosted limits is seldom
+// cached (docs/perf/scale.md).
+func asOfPickQuery(content string) string {
+	return `SELECT ` + versionCols + `, ` + content + ` FROM versions WHERE rowid =
+		(SELECT rowid FROM versions WHERE memory_id = ? AND seq <= ? AND store_id = ? ORDER BY seq DESC LIMIT 1)
+		AND path IS ? AND operation <> 'deleted'`
 }
 
 // MemoryInsertBatch inserts each memory and its version in turn: SQLite

@@ -388,7 +388,11 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		"versions of session": versionListQuery(storage.VersionListParams{StoreID: "s", SessionID: "sesn", Limit: 20}),
 		"versions of api key": versionListQuery(storage.VersionListParams{StoreID: "s", APIKeyID: "k", Limit: 20}),
 		"delete expired":      {deleteExpiredSQL, []any{int64(1)}},
+		"as-of walk pick":     {asOfPickQuery("content"), []any{"m", int64(9), "s", "/a"}},
 	}
+	// Each of these must not read through the named index: a seek it does
+	// not need.
+	notThrough := map[string]string{"as-of walk pick": "versions_by_seq"}
 	for name, q := range queries {
 		rows, err := db.rdb.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
 		if err != nil {
@@ -408,6 +412,9 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		t.Logf("%s: %s", name, text)
 		if strings.Contains(text, "SCAN ") || strings.Contains(text, "TEMP B-TREE") || !strings.Contains(text, "INDEX") {
 			t.Errorf("%s: plan %q scans or sorts", name, text)
+		}
+		if idx := notThrough[name]; idx != "" && strings.Contains(text, idx) {
+			t.Errorf("%s: plan %q reads through %s", name, text, idx)
 		}
 	}
 }
