@@ -52,6 +52,7 @@ var forbidden = map[string][]string{
 	"internal/claudetest":  {"/..."},
 	"agentloop/...":        {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dreamrun", "/dreamdiff"},
 	"internal/release":     {"/..."}, // the release builder; never linked into trove
+	"internal/crosscheck":  {"/..."}, // .ci/run's type check for other systems; never linked into trove
 	"webhook/...":          {"/httpapi", "/storage", "/storage/sqlite", "/storage/postgres", "/syncer", "/vfs", "/fusefs", "/mcpserver", "/sessionrun", "/cmd", "/memtool", "/dreamrun", "/dreamdiff", "/console"},
 	"backup/...":           {"/core", "/httpapi", "/storage/sqlite", "/storage/postgres", "/cmd"},
 }
@@ -93,7 +94,7 @@ var linkRules = []struct {
 	// transport, no release tooling.
 	{
 		pkg: "./cmd/trove", want: "/httpapi",
-		bad:     []string{"/internal/bench", "/internal/loadgen", "/internal/scale", "/internal/release", "github.com/valyala/fasthttp", "github.com/google/go-containerregistry", "github.com/CycloneDX/cyclonedx-go"},
+		bad:     []string{"/internal/bench", "/internal/loadgen", "/internal/scale", "/internal/release", "/internal/crosscheck", "golang.org/x/tools/go/packages", "github.com/valyala/fasthttp", "github.com/google/go-containerregistry", "github.com/CycloneDX/cyclonedx-go"},
 		badWord: "bench",
 	},
 	// The console shows a dream's change set (dreamdiff) and never runs
