@@ -23,7 +23,8 @@ import (
 )
 
 // TestLongRelease builds a release for the machine's own linux target (the
-// others differ only in GOOS/GOARCH, which .ci/run's cross-compile covers)
+// others differ only in GOOS/GOARCH, which .ci/run's type check of every
+// package for each of them covers: internal/crosscheck)
 // and checks what a user and a registry would: the checksums verify, the
 // SBOM names the linked modules, and the image's config is as documented and
 // its binary runs `trove version` printing the release's version.
