@@ -119,7 +119,7 @@ func (s *Service) WaitChanges(ctx context.Context, storeID string, after int64) 
 // itself): once it has committed, the change feed's waiters on storeID
 // are woken.
 func (s *Service) writeStore(ctx context.Context, op, storeID string, fn func(storage.Tx) error) error {
-	err := s.write(ctx, op, fn)
+	err := s.write(storage.WithWriteStore(ctx, storeID), op, fn)
 	if err == nil {
 		s.feed.notify(storeID)
 	}

@@ -124,6 +124,7 @@ type DB struct {
 	settle time.Duration
 	listen listener // NotifyVersions' connection (listen.go)
 	search searchIndexer
+	gates  storeGates // where this process's writers of one store queue (storegate.go)
 }
 
 var (
@@ -367,6 +368,9 @@ func (db *DB) MemoryGet(ctx context.Context, storeID, id string, withContent boo
 func (db *DB) Write(ctx context.Context, fn func(storage.Tx) error) error {
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
+	if id := storage.WriteStoreOf(ctx); id != "" {
+		defer db.gates.enter(ctx, id)()
+	}
 	err := db.write(ctx, fn)
 	if err == nil {
 		db.noteWrite()
