@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -267,7 +268,16 @@ func appendValue(b []byte, t *storage.BackupTable, c *storage.BackupColumn, v an
 	return b, fmt.Errorf("backup: %s.%s: unknown type %s", t.Name, c.Name, c.Type)
 }
 
+// corruptPrefix begins the message of every errCorrupt.
+const corruptPrefix = "not a complete Trove backup: "
+
 // errCorrupt is the one error of a file that is not a complete backup.
 func errCorrupt(format string, args ...any) error {
-	return &trove.Error{Code: trove.EINVALID, Message: "not a complete Trove backup: " + fmt.Sprintf(format, args...)}
+	return &trove.Error{Code: trove.EINVALID, Message: corruptPrefix + fmt.Sprintf(format, args...)}
+}
+
+// isCorrupt reports whether err is an errCorrupt.
+func isCorrupt(err error) bool {
+	var te *trove.Error
+	return errors.As(err, &te) && strings.HasPrefix(te.Message, corruptPrefix)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,18 @@ func TestRestoreRefusesDamagedFiles(t *testing.T) {
 	}
 	flipped := bytes.Clone(b)
 	flipped[len(flipped)/2] ^= 0x40
+	// Rows the database refuses (a versions row twice) in a file whose
+	// gzip checksum is damaged: what a flipped bit can decode into before
+	// gzip, at the end, finds the damage.
+	var verAt int
+	for i, l := range ls {
+		if strings.HasPrefix(l, `{"table":"versions"`) {
+			verAt = i
+			break
+		}
+	}
+	clash := gz(t, slices.Insert(append([]string(nil), ls...), verAt, ls[verAt]))
+	clash[len(clash)-8] ^= 0x01 // the trailer's CRC-32
 	tests := []struct {
 		name string
 		file []byte
@@ -150,6 +163,7 @@ func TestRestoreRefusesDamagedFiles(t *testing.T) {
 		{"not gzip", []byte("hello"), "not gzip"},
 		{"truncated", b[:len(b)*2/3], "not a complete Trove backup"},
 		{"a flipped bit", flipped, "not a complete Trove backup"},
+		{"a damaged file whose rows clash", clash, "not a complete Trove backup: the file is damaged"},
 		{"no end line", gz(t, ls[:len(ls)-1]), "ends early"},
 		{"a row missing", gz(t, without(rowAt)), "holds"},
 		{"data after the end", gz(t, append(ls, ls[rowAt])), "after the end line"},

@@ -52,6 +52,16 @@ func Restore(ctx context.Context, r io.Reader, l storage.Loader, opts Options) (
 		return d.end(hdr)
 	})
 	if err != nil {
+		// gzip finds a damaged stream only at its end (its checksum), and a
+		// damaged part may first decode into rows the database refuses (a
+		// flipped bit that makes two versions alike): then the file is what
+		// is wrong, not the row. Read the rest to know (nothing is kept;
+		// not when the database was unavailable, which no file causes).
+		if !isCorrupt(err) && trove.ErrorCode(err) != trove.EUNAVAILABLE && ctx.Err() == nil {
+			if _, derr := io.Copy(io.Discard, zr); derr != nil {
+				return nil, errCorrupt("the file is damaged (%v); restoring stopped at: %v", derr, err)
+			}
+		}
 		return nil, err
 	}
 	return hdr, nil
