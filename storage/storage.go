@@ -47,7 +47,9 @@ type Driver interface {
 	// is returned to its caller alone. If the shared commit fails, every
 	// Write in the group returns an error. fn may be run again when the
 	// database asks for a retry (serialization failure), so fn must have no
-	// side effects outside the Tx.
+	// side effects outside the Tx. A ctx marked by WithWriteStore says
+	// which store fn locks first; a driver may queue that store's
+	// writers on it, and must not let it change what fn does.
 	Write(ctx context.Context, fn func(Tx) error) error
 	// Close waits for in-flight Writes and releases the database.
 	Close() error

@@ -6,27 +6,40 @@ import (
 	"time"
 )
 
+// enterLater enters storeID's gate on another goroutine; the channel gets
+// its leave function once it is in (or gave up waiting).
+func enterLater(g *storeGates, storeID string) <-chan func() {
+	got := make(chan func(), 1)
+	go func() { got <- g.enter(context.Background(), storeID) }()
+	return got
+}
+
+// stillWaiting fails t if got delivers within 20 ms: a transaction entered
+// a gate another one holds.
+func stillWaiting(t *testing.T, got <-chan func(), why string) {
+	t.Helper()
+	select {
+	case <-got:
+		t.Fatal(why)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
 func TestStoreGates(t *testing.T) {
 	t.Parallel()
 	t.Run("one transaction at a time per store, in turn", func(t *testing.T) {
 		t.Parallel()
 		var g storeGates
 		leave := g.enter(context.Background(), "s1")
-		got := make(chan func())
-		go func() { got <- g.enter(context.Background(), "s1") }()
-		select {
-		case <-got:
-			t.Fatal("a second transaction entered a store's gate while the first held it")
-		case <-time.After(20 * time.Millisecond):
-		}
+		got := enterLater(&g, "s1")
+		stillWaiting(t, got, "a second transaction entered a store's gate while the first held it")
 		leave()
 		leave() // leaving twice is leaving once
 		second := <-got
 		if n := g.len(); n != 1 {
 			t.Fatalf("gates in use = %d with the second holder inside, want 1", n)
 		}
-		third := make(chan func())
-		go func() { third <- g.enter(context.Background(), "s1") }()
+		third := enterLater(&g, "s1")
 		second()
 		(<-third)()
 		if n := g.len(); n != 0 {
@@ -37,8 +50,7 @@ func TestStoreGates(t *testing.T) {
 		t.Parallel()
 		var g storeGates
 		a := g.enter(context.Background(), "a")
-		done := make(chan func())
-		go func() { done <- g.enter(context.Background(), "b") }()
+		done := enterLater(&g, "b")
 		select {
 		case b := <-done:
 			b()
@@ -59,13 +71,8 @@ func TestStoreGates(t *testing.T) {
 			t.Errorf("enter with a done context took %v", d)
 		}
 		// The holder still has it: a new transaction waits.
-		got := make(chan func())
-		go func() { got <- g.enter(context.Background(), "s") }()
-		select {
-		case <-got:
-			t.Fatal("the gate was free while its holder was inside")
-		case <-time.After(20 * time.Millisecond):
-		}
+		got := enterLater(&g, "s")
+		stillWaiting(t, got, "the gate was free while its holder was inside")
 		a()
 		(<-got)()
 		if n := g.len(); n != 0 {
