@@ -25,6 +25,10 @@ import (
 type storeGates struct {
 	mu    sync.Mutex
 	gates map[string]*storeGate
+	// expire, when set (in tests), stands in for the gateWait timer: enter
+	// calls it once a writer finds the gate held and must wait, and gives
+	// up waiting when the channel it returns delivers.
+	expire func(storeID string) <-chan time.Time
 }
 
 type storeGate struct {
@@ -67,12 +71,18 @@ func (g *storeGates) enter(ctx context.Context, storeID string) func() {
 		return sync.OnceFunc(func() { done(true) })
 	default:
 	}
-	t := time.NewTimer(gateWait)
-	defer t.Stop()
+	var expired <-chan time.Time
+	if g.expire != nil {
+		expired = g.expire(storeID)
+	} else {
+		t := time.NewTimer(gateWait)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case gt.turn <- struct{}{}:
 		return sync.OnceFunc(func() { done(true) })
-	case <-t.C:
+	case <-expired:
 	case <-ctx.Done():
 	}
 	done(false)

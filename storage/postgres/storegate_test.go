@@ -6,6 +6,19 @@ import (
 	"time"
 )
 
+// watched returns gates whose waits the test sees: a writer that finds its
+// store's gate held sends the store's ID on the returned channel before it
+// waits, and then waits for its turn only (the gateWait timer is left out:
+// a wait ends with the turn or the context).
+func watched() (*storeGates, <-chan string) {
+	waiting := make(chan string, 8)
+	g := &storeGates{expire: func(storeID string) <-chan time.Time {
+		waiting <- storeID
+		return nil
+	}}
+	return g, waiting
+}
+
 // enterLater enters storeID's gate on another goroutine; the channel gets
 // its leave function once it is in (or gave up waiting).
 func enterLater(g *storeGates, storeID string) <-chan func() {
@@ -14,14 +27,14 @@ func enterLater(g *storeGates, storeID string) <-chan func() {
 	return got
 }
 
-// stillWaiting fails t if got delivers within 20 ms: a transaction entered
-// a gate another one holds.
-func stillWaiting(t *testing.T, got <-chan func(), why string) {
+// stillWaiting fails t unless the writer behind got found its gate held
+// and waits (watched's channel says so) instead of entering.
+func stillWaiting(t *testing.T, got <-chan func(), waiting <-chan string, why string) {
 	t.Helper()
 	select {
 	case <-got:
 		t.Fatal(why)
-	case <-time.After(20 * time.Millisecond):
+	case <-waiting:
 	}
 }
 
@@ -29,17 +42,18 @@ func TestStoreGates(t *testing.T) {
 	t.Parallel()
 	t.Run("one transaction at a time per store, in turn", func(t *testing.T) {
 		t.Parallel()
-		var g storeGates
+		g, waiting := watched()
 		leave := g.enter(context.Background(), "s1")
-		got := enterLater(&g, "s1")
-		stillWaiting(t, got, "a second transaction entered a store's gate while the first held it")
+		got := enterLater(g, "s1")
+		stillWaiting(t, got, waiting, "a second transaction entered a store's gate while the first held it")
 		leave()
 		leave() // leaving twice is leaving once
 		second := <-got
 		if n := g.len(); n != 1 {
 			t.Fatalf("gates in use = %d with the second holder inside, want 1", n)
 		}
-		third := enterLater(&g, "s1")
+		third := enterLater(g, "s1")
+		stillWaiting(t, third, waiting, "a third transaction entered while the second held the gate")
 		second()
 		(<-third)()
 		if n := g.len(); n != 0 {
@@ -48,31 +62,30 @@ func TestStoreGates(t *testing.T) {
 	})
 	t.Run("other stores do not wait", func(t *testing.T) {
 		t.Parallel()
-		var g storeGates
+		g, waiting := watched()
 		a := g.enter(context.Background(), "a")
-		done := enterLater(&g, "b")
 		select {
-		case b := <-done:
+		case b := <-enterLater(g, "b"):
 			b()
-		case <-time.After(gateWait / 2):
-			t.Fatal("a store's gate waited on another store's")
+		case id := <-waiting:
+			t.Fatalf("a transaction of store b waited at gate %q while store a's was held", id)
 		}
 		a()
 	})
 	t.Run("a done context goes on without the gate", func(t *testing.T) {
 		t.Parallel()
-		var g storeGates
+		g, waiting := watched()
 		a := g.enter(context.Background(), "s")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		start := time.Now()
 		g.enter(ctx, "s")() // a no-op leave: it never had the gate
-		if d := time.Since(start); d > gateWait/2 {
-			t.Errorf("enter with a done context took %v", d)
+		select {            // the wait it gave up (enter reports it before it waits)
+		case <-waiting:
+		default:
 		}
 		// The holder still has it: a new transaction waits.
-		got := enterLater(&g, "s")
-		stillWaiting(t, got, "the gate was free while its holder was inside")
+		got := enterLater(g, "s")
+		stillWaiting(t, got, waiting, "the gate was free while its holder was inside")
 		a()
 		(<-got)()
 		if n := g.len(); n != 0 {
