@@ -28,9 +28,12 @@ import (
 const (
 	searchIndexed = `(SELECT f.memory_id AS cid, ts_rank(f.search, q)::float8 AS score
 	FROM memories_fts f, to_tsquery('simple', $1) q
-	WHERE f.search @@ q AND %[1]s
-		AND NOT EXISTS (SELECT 1 FROM memories_search_queue u WHERE u.memory_id = f.memory_id)%[2]s
+	WHERE f.search @@ q AND %[1]s` + searchNotQueued + `%[2]s
 	ORDER BY score DESC, cid%[3]s)`
+	// searchNotQueued is searchIndexed's condition that the memory is not
+	// queued (its stored vector is current).
+	searchNotQueued = `
+		AND NOT EXISTS (SELECT 1 FROM memories_search_queue u WHERE u.memory_id = f.memory_id)`
 	searchQueued = `(SELECT cid, ts_rank(cvec, q)::float8 AS score FROM (
 		SELECT m.id AS cid, trove_search_vector(m.path, m.content) AS cvec FROM memories m
 		WHERE m.id IN (SELECT memory_id FROM memories_search_queue) AND %[1]s OFFSET 0
@@ -67,6 +70,31 @@ func tsQuery(q trove.SearchQuery) string {
 	return b.String()
 }
 
+// searchFilters reports, for a search of the stores the condition stores
+// names ({col} their ID column; $2 the workspace, $3 the named stores, if
+// any: args), whether
+// the search must exclude queued memories (some memory is queued: the
+// anti-join with memories_search_queue and the queued half) and filter the
+// index's matches by store (some store outside the searched ones holds a
+// live memory; memory_count is exact, kept in the memories' own
+// transactions). Each filter costs every match a probe: 0.14 s and 0.07 s
+// of a frequent word's 0.5 s search across 1 M memories
+// (docs/perf/search.md). Only in a Read are both known to hold for the
+// search's statement: its snapshot (REPEATABLE READ) is the one this reads,
+// and the indexer empties the queue in the transactions that bring
+// memories_fts up to date. Elsewhere (a Write, READ COMMITTED, where the
+// next statement may see later commits) both are kept.
+func (t *tx) searchFilters(ctx context.Context, stores string, args []any) (queued, foreign bool, err error) {
+	if t.beginSQL != beginRead {
+		return true, true, nil
+	}
+	// The search's $2 and $3 are this statement's $1 and $2.
+	searched := strings.NewReplacer("{col}", "s.id", "$2", "$1", "$3", "$2").Replace(stores)
+	err = t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM memories_search_queue),
+		EXISTS (SELECT 1 FROM stores s WHERE s.memory_count > 0 AND NOT (`+searched+`))`, args...).Scan(&queued, &foreign)
+	return queued, foreign, translate(err)
+}
+
 // MemorySearch ranks the matches of p.Query's tsquery in the stores p
 // names (searchIndexed and searchQueued, each cut to the page), filtered by
 // prefix and cursor, and reads the page's memories. Only a prefix makes it
@@ -83,13 +111,21 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	// the rows: through the semi-join alone it guessed a few hundred of a
 	// store's 10,000 and read them all through memories_fts_store for a
 	// word the GIN index would have found faster.
-	w := where{args: []any{tsQuery(p.Query), p.WorkspaceID}}
 	stores := "{col} IN (SELECT id FROM stores WHERE workspace_id = $2 AND archived_at IS NULL)"
+	storeArgs := []any{p.WorkspaceID}
 	if len(p.StoreIDs) > 0 {
 		stores = "{col} = ANY($3) AND {col} IN (SELECT id FROM stores WHERE workspace_id = $2)"
-		w.args = append(w.args, p.StoreIDs)
+		storeArgs = append(storeArgs, p.StoreIDs)
 	}
 	on := func(col string) string { return strings.ReplaceAll(stores, "{col}", col) }
+	queued, foreign, err := t.searchFilters(ctx, stores, storeArgs)
+	if err != nil {
+		return nil, err
+	}
+	w := where{args: []any{tsQuery(p.Query)}}
+	if queued || foreign || p.Prefix != "" { // the statement names the stores
+		w.args = append(w.args, storeArgs...)
+	}
 	// The further conditions, on {id} and {score}, each half's own.
 	if p.Prefix != "" {
 		paths, args := "path >= ?", []any{p.Prefix}
@@ -110,9 +146,18 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 	half := func(q, store, id, score string) string {
 		return fmt.Sprintf(q, on(store), strings.NewReplacer("{id}", id, "{score}", score).Replace(cond), limit)
 	}
-	sql := "SELECT " + memColsFull + ", score FROM (SELECT cid, score FROM (" +
-		half(searchIndexed, "f.store_id", "f.memory_id", "ts_rank(f.search, q)::float8") + " UNION ALL " +
-		half(searchQueued, "m.store_id", "cid", "ts_rank(cvec, q)::float8") +
+	indexed := searchIndexed
+	if !queued {
+		indexed = strings.Replace(indexed, searchNotQueued, "", 1)
+	}
+	ranked := half(indexed, "f.store_id", "f.memory_id", "ts_rank(f.search, q)::float8")
+	if !foreign {
+		ranked = fmt.Sprintf(indexed, "true", strings.NewReplacer("{id}", "f.memory_id", "{score}", "ts_rank(f.search, q)::float8").Replace(cond), limit)
+	}
+	if queued {
+		ranked += " UNION ALL " + half(searchQueued, "m.store_id", "cid", "ts_rank(cvec, q)::float8")
+	}
+	sql := "SELECT " + memColsFull + ", score FROM (SELECT cid, score FROM (" + ranked +
 		") s ORDER BY score DESC, cid" + limit + ") top JOIN memories ON id = cid ORDER BY score DESC, id"
 	rows, err := t.queryPlannedEach(ctx, sql, w.args...)
 	if err != nil {
