@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,6 +27,7 @@ import (
 	"github.com/trovehq/trove/archive"
 	"github.com/trovehq/trove/console"
 	"github.com/trovehq/trove/core"
+	"github.com/trovehq/trove/fusefs"
 	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/internal/scale"
@@ -32,6 +35,7 @@ import (
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
 	"github.com/trovehq/trove/syncer"
+	"github.com/trovehq/trove/vfs"
 )
 
 var (
@@ -317,6 +321,22 @@ func open(t *testing.T, drv, name string) (storage.Driver, func() int64, func(),
 	return nil, nil, nil, nil
 }
 
+// fuseUnusable says why this process cannot mount through FUSE ("" when it
+// can): no /dev/fuse, or not root and no fusermount.
+func fuseUnusable() string {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return "no /dev/fuse: " + err.Error()
+	}
+	if os.Getuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			if _, err := exec.LookPath("fusermount"); err != nil {
+				return "not root and no fusermount3 or fusermount in PATH"
+			}
+		}
+	}
+	return ""
+}
+
 // bareQuery runs q on the measured database outside Trove and returns how
 // many rows it gave and the first row's first column (as fmt.Sprint
 // prints it; "" without rows).
@@ -570,6 +590,16 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 	}
 	var engine *syncer.Engine
 	var forked string // the store fork made last
+	var mounted *fusefs.Server
+	var mountRoot string
+	var mountWant int
+	defer func() {
+		if mounted != nil {
+			if err := mounted.Unmount(); err != nil {
+				t.Errorf("unmounting: %v", err)
+			}
+		}
+	}()
 	calls := []call{
 		{key: "get", name: "get", fn: get},
 		{key: "create", name: "create", fn: func(i int) error {
@@ -692,6 +722,50 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 			}
 			return err
 		}, iters: 10, warm: 1},
+		{key: "mount", name: "mount: ls -lR of the first bulk store (a new mount each call)", prep: func(int) error {
+			// Unmeasured: the store's count to expect, and a new read-only
+			// mount (its listings not loaded yet, the change feed not
+			// followed), so each walk lists the store through the service.
+			st, err := svc.StoreStats(ctx, s0)
+			if err != nil {
+				return err
+			}
+			mountWant = st.MemoryCount
+			v, err := vfs.New(ctx, vfs.Config{Services: svc, Principal: trove.PrincipalFrom(ctx),
+				Stores: []vfs.StoreConfig{{StoreID: s0, Name: "s", ReadOnly: true}}, Refresh: time.Minute})
+			if err != nil {
+				return err
+			}
+			dir := t.TempDir()
+			if mounted, err = fusefs.Mount(dir, v, fusefs.Options{NoFollow: true}); err != nil {
+				return err
+			}
+			mountRoot = filepath.Join(dir, "s")
+			return nil
+		}, fn: func(int) error {
+			// What ls -lR does: every directory listed, every entry stat'ed.
+			n := 0
+			err := filepath.WalkDir(mountRoot, func(_ string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if _, err := d.Info(); err != nil {
+					return err
+				}
+				if !d.IsDir() {
+					n++
+				}
+				return nil
+			})
+			if err == nil && n != mountWant {
+				err = fmt.Errorf("the walk saw %d files, want %d", n, mountWant)
+			}
+			return err
+		}, undo: func(int) error {
+			err := mounted.Unmount()
+			mounted = nil
+			return err
+		}, iters: 10, warm: 1},
 		{key: "export", name: "export of a bulk store, per memory", fn: func(i int) error {
 			m, err := archive.Export(ctx, archive.Services(svc, s0), io.Discard, archive.ExportOptions{Source: "local"})
 			if err == nil && len(m.Memories) != perStore {
@@ -741,6 +815,10 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 	}
 	if want := picked(t); want != nil {
 		calls = slices.DeleteFunc(calls, func(c call) bool { return !want[c.key] })
+	}
+	if why := fuseUnusable(); why != "" {
+		t.Logf("the mount call left out: FUSE unavailable: %s", why)
+		calls = slices.DeleteFunc(calls, func(c call) bool { return c.key == "mount" })
 	}
 	// The writes not measured: what create made and no delete took, gone
 	// (a kept database is measured again).
@@ -816,7 +894,7 @@ var callKeys = []string{"get", "create", "update", "delete", "list0", "list1", "
 	"search-selective-all", "search-selective-one", "search-frequent-all", "search-frequent-one",
 	"search-phrase-all", "search-phrase-one", "search-prefix-all", "search-prefix-one",
 	"bare-frequent-all", "bare-phrase-all", "bare-prefix-all", "bare-phrase-one",
-	"ctree", "chistory", "csearch", "sync", "export", "verify", "fork", "rename"}
+	"ctree", "chistory", "csearch", "sync", "mount", "export", "verify", "fork", "rename"}
 
 // picked is the set of keys -calls names (nil: every call); it fails the
 // test for a key no call has or a write without the create it works on.
