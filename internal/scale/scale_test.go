@@ -205,17 +205,7 @@ func open(t *testing.T, drv, name string) (storage.Driver, func() int64, func(),
 				return 0, "", err
 			}
 			defer rows.Close()
-			n, first := 0, ""
-			for rows.Next() {
-				if n++; n == 1 {
-					var v any
-					if err := rows.Scan(&v); err != nil {
-						return 0, "", err
-					}
-					first = fmt.Sprint(v)
-				}
-			}
-			return n, first, rows.Err()
+			return countRows(rows)
 		}
 		return db, func() int64 {
 				var n int64
@@ -267,17 +257,7 @@ func open(t *testing.T, drv, name string) (storage.Driver, func() int64, func(),
 				return 0, "", err
 			}
 			defer rows.Close()
-			n, first := 0, ""
-			for rows.Next() {
-				if n++; n == 1 {
-					v, err := rows.Values()
-					if err != nil {
-						return 0, "", err
-					}
-					first = fmt.Sprint(v[0])
-				}
-			}
-			return n, first, rows.Err()
+			return countRows(rows)
 		}
 		return db, func() int64 {
 				c, err := pgx.Connect(ctx, url)
@@ -335,6 +315,25 @@ func fuseUnusable() string {
 		}
 	}
 	return ""
+}
+
+// countRows reads rows to their end for bareQuery: how many, and the
+// first row's first column as fmt.Sprint prints it ("" without rows).
+func countRows(rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+}) (n int, first string, err error) {
+	for rows.Next() {
+		if n++; n == 1 {
+			var v any
+			if err := rows.Scan(&v); err != nil {
+				return 0, "", err
+			}
+			first = fmt.Sprint(v)
+		}
+	}
+	return n, first, rows.Err()
 }
 
 // bareQuery runs q on the measured database outside Trove and returns how
