@@ -11,10 +11,12 @@ import (
 
 // The two halves of a search (migrations 0018 and 0020; search_index.go),
 // each ranking its own matches and keeping the page's limit, formatted with
-// the store condition (%[1]s), the further conditions (%[2]s, on the
-// half's memory ID and score, see MemorySearch) and the LIMIT (%[3]s); $1
-// is the tsquery. searchIndexed reads memories_fts through its GIN index
-// for the memories not in memories_search_queue, whose stored vectors are
+// the half's own filters (%[1]s: " AND …", the store condition, and for
+// searchIndexed searchNotQueued; MemorySearch leaves out what filters
+// nothing), the further conditions (%[2]s, on the half's memory ID and
+// score) and the LIMIT (%[3]s); $1 is the tsquery. searchIndexed reads
+// memories_fts through its GIN index for the memories not in
+// memories_search_queue, whose stored vectors are
 // current, without reading a memories row; searchQueued computes the
 // vectors of the queued ones, which are stale or missing, from their rows
 // (OFFSET 0 keeps each computed once). So the vectors are those of the
@@ -28,7 +30,7 @@ import (
 const (
 	searchIndexed = `(SELECT f.memory_id AS cid, ts_rank(f.search, q)::float8 AS score
 	FROM memories_fts f, to_tsquery('simple', $1) q
-	WHERE f.search @@ q AND %[1]s` + searchNotQueued + `%[2]s
+	WHERE f.search @@ q%[1]s%[2]s
 	ORDER BY score DESC, cid%[3]s)`
 	// searchNotQueued is searchIndexed's condition that the memory is not
 	// queued (its stored vector is current).
@@ -36,7 +38,7 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM memories_search_queue u WHERE u.memory_id = f.memory_id)`
 	searchQueued = `(SELECT cid, ts_rank(cvec, q)::float8 AS score FROM (
 		SELECT m.id AS cid, trove_search_vector(m.path, m.content) AS cvec FROM memories m
-		WHERE m.id IN (SELECT memory_id FROM memories_search_queue) AND %[1]s OFFSET 0
+		WHERE m.id IN (SELECT memory_id FROM memories_search_queue)%[1]s OFFSET 0
 	) queued, to_tsquery('simple', $1) q
 	WHERE cvec @@ q%[2]s
 	ORDER BY score DESC, cid%[3]s)`
@@ -72,8 +74,7 @@ func tsQuery(q trove.SearchQuery) string {
 
 // searchFilters reports, for a search of the stores the condition stores
 // names ({col} their ID column; $2 the workspace, $3 the named stores, if
-// any: args), whether
-// the search must exclude queued memories (some memory is queued: the
+// any: args), whether the search must exclude queued memories (some memory is queued: the
 // anti-join with memories_search_queue and the queued half) and filter the
 // index's matches by store (some store outside the searched ones holds a
 // live memory; memory_count is exact, kept in the memories' own
@@ -143,19 +144,21 @@ func (t *tx) MemorySearch(ctx context.Context, p storage.MemorySearchParams) ([]
 		cond = " AND " + w.sql()
 	}
 	limit := w.limit(p.Limit)
-	half := func(q, store, id, score string) string {
-		return fmt.Sprintf(q, on(store), strings.NewReplacer("{id}", id, "{score}", score).Replace(cond), limit)
+	// half fills a half's template: its own filters (" AND …"), then the
+	// further conditions on its ID and score, then the limit.
+	half := func(q, filters, id, score string) string {
+		return fmt.Sprintf(q, filters, strings.NewReplacer("{id}", id, "{score}", score).Replace(cond), limit)
 	}
-	indexed := searchIndexed
-	if !queued {
-		indexed = strings.Replace(indexed, searchNotQueued, "", 1)
-	}
-	ranked := half(indexed, "f.store_id", "f.memory_id", "ts_rank(f.search, q)::float8")
-	if !foreign {
-		ranked = fmt.Sprintf(indexed, "true", strings.NewReplacer("{id}", "f.memory_id", "{score}", "ts_rank(f.search, q)::float8").Replace(cond), limit)
+	var indexedFilters string
+	if foreign {
+		indexedFilters += " AND " + on("f.store_id")
 	}
 	if queued {
-		ranked += " UNION ALL " + half(searchQueued, "m.store_id", "cid", "ts_rank(cvec, q)::float8")
+		indexedFilters += searchNotQueued
+	}
+	ranked := half(searchIndexed, indexedFilters, "f.memory_id", "ts_rank(f.search, q)::float8")
+	if queued {
+		ranked += " UNION ALL " + half(searchQueued, " AND "+on("m.store_id"), "cid", "ts_rank(cvec, q)::float8")
 	}
 	sql := "SELECT " + memColsFull + ", score FROM (SELECT cid, score FROM (" + ranked +
 		") s ORDER BY score DESC, cid" + limit + ") top JOIN memories ON id = cid ORDER BY score DESC, id"
