@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,6 +30,7 @@ import (
 	"github.com/trovehq/trove/internal/loadgen"
 	"github.com/trovehq/trove/internal/pgtest"
 	"github.com/trovehq/trove/internal/scale"
+	"github.com/trovehq/trove/sessionrun"
 	"github.com/trovehq/trove/storage"
 	"github.com/trovehq/trove/storage/postgres"
 	"github.com/trovehq/trove/storage/sqlite"
@@ -299,22 +299,6 @@ func open(t *testing.T, drv, name string) (storage.Driver, func() int64, func(),
 	}
 	t.Fatalf("unknown driver %q", drv)
 	return nil, nil, nil, nil
-}
-
-// fuseUnusable says why this process cannot mount through FUSE ("" when it
-// can): no /dev/fuse, or not root and no fusermount.
-func fuseUnusable() string {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return "no /dev/fuse: " + err.Error()
-	}
-	if os.Getuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			if _, err := exec.LookPath("fusermount"); err != nil {
-				return "not root and no fusermount3 or fusermount in PATH"
-			}
-		}
-	}
-	return ""
 }
 
 // countRows reads rows to their end for bareQuery: how many, and the
@@ -815,7 +799,7 @@ func measureRun(t *testing.T, r *run, d storage.Driver, size func() int64, settl
 	if want := picked(t); want != nil {
 		calls = slices.DeleteFunc(calls, func(c call) bool { return !want[c.key] })
 	}
-	if why := fuseUnusable(); why != "" {
+	if why := sessionrun.FUSEAvailable(); why != "" {
 		t.Logf("the mount call left out: FUSE unavailable: %s", why)
 		calls = slices.DeleteFunc(calls, func(c call) bool { return c.key == "mount" })
 	}
